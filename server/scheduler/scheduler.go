@@ -1,0 +1,49 @@
+// Package scheduler turns an evaluation into a plan. It is pure: it sees the
+// cluster only through State (a consistent snapshot) and submits its result
+// through Planner. It does no I/O, reads no clock and makes no random choice
+// that is not seeded from its inputs, so the same snapshot and evaluation
+// always give the same plan.
+package scheduler
+
+import "github.com/gpulayer/gpulayer/structs"
+
+// State is the read-only snapshot the scheduler plans against. The server's
+// state store snapshot satisfies it.
+type State interface {
+	// Nodes returns every node, in any status; the scheduler filters.
+	Nodes() ([]*structs.Node, error)
+	// NodeByID returns the node or nil when it does not exist.
+	NodeByID(id string) (*structs.Node, error)
+	// JobByID returns the job or nil when it does not exist.
+	JobByID(id string) (*structs.Job, error)
+	// AllocsByJob returns every allocation of the job, terminal or not.
+	AllocsByJob(jobID string) ([]*structs.Allocation, error)
+	// AllocsByNode returns every allocation on the node, terminal or not.
+	AllocsByNode(nodeID string) ([]*structs.Allocation, error)
+	// LatestIndex is the Raft index the snapshot reflects.
+	LatestIndex() (uint64, error)
+}
+
+// Planner commits plans and evaluation updates on the scheduler's behalf.
+// The server's worker implements it.
+type Planner interface {
+	// SubmitPlan hands the plan to the leader's plan applier and waits for
+	// the result. When part of the plan was refused, the result's
+	// RefreshIndex is non-zero and newState is a snapshot at least that
+	// fresh, to plan again against; otherwise newState is nil.
+	SubmitPlan(plan *structs.Plan) (result *structs.PlanResult, newState State, err error)
+	// UpdateEval records the evaluation's final status.
+	UpdateEval(eval *structs.Evaluation) error
+	// CreateEval records a new evaluation, such as a blocked evaluation for
+	// groups that did not fit.
+	CreateEval(eval *structs.Evaluation) error
+}
+
+// Scheduler processes one evaluation.
+type Scheduler interface {
+	// Process computes and submits the plan for eval. It returns an error
+	// only when the evaluation could not be processed at all (the worker
+	// then nacks it for a retry); placement failures are recorded on the
+	// evaluation instead.
+	Process(eval *structs.Evaluation) error
+}

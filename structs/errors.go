@@ -1,0 +1,44 @@
+package structs
+
+import "errors"
+
+// Sentinel errors shared by every layer. Callers wrap them with %w and test
+// them with errors.Is; the HTTP layer maps them to status codes.
+var (
+	// ErrNotFound is returned when a job, allocation, evaluation or node
+	// does not exist. HTTP: 404.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalid is returned for input that fails validation. HTTP: 400.
+	ErrInvalid = errors.New("invalid")
+	// ErrNotLeader is returned by a write that reached a server which is not
+	// the Raft leader and could not be forwarded. HTTP: 503.
+	ErrNotLeader = errors.New("not the leader")
+	// ErrNoLeader is returned when the cluster has no known leader. HTTP: 503.
+	ErrNoLeader = errors.New("no cluster leader")
+	// ErrPermissionDenied is returned when a token lacks a capability. HTTP: 403.
+	ErrPermissionDenied = errors.New("permission denied")
+	// ErrShutdown is returned by calls made while the server shuts down.
+	ErrShutdown = errors.New("shutting down")
+)
+
+// ValidationError lists every problem found in one object. It matches
+// ErrInvalid with errors.Is. Each entry names the field, e.g.
+// `group "train": task "main": resources: device "nvidia/gpu": count must be at least 1, got 0`.
+type ValidationError struct {
+	Problems []string
+}
+
+// Error joins the problems, one per line.
+func (e *ValidationError) Error() string {
+	s := "invalid job:"
+	if len(e.Problems) == 1 {
+		return s + " " + e.Problems[0]
+	}
+	for _, p := range e.Problems {
+		s += "\n  * " + p
+	}
+	return s
+}
+
+// Is reports whether target is ErrInvalid.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }

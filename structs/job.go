@@ -1,0 +1,476 @@
+package structs
+
+import (
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Job types.
+const (
+	JobTypeBatch   = "batch"
+	JobTypeService = "service"
+)
+
+// Job statuses, derived by the state store from the job's allocations and
+// evaluations.
+const (
+	JobStatusPending = "pending" // registered, nothing placed yet or all queued
+	JobStatusRunning = "running" // at least one allocation is not terminal
+	JobStatusDead    = "dead"    // stopped, or every allocation is terminal
+)
+
+// Job priority bounds, as in Nomad.
+const (
+	JobMinPriority     = 1
+	JobDefaultPriority = 50
+	JobMaxPriority     = 100
+)
+
+// Restart modes: after Attempts restarts within Interval, "fail" marks the
+// task failed and "delay" waits until the interval ends and tries again.
+const (
+	RestartModeFail  = "fail"
+	RestartModeDelay = "delay"
+)
+
+// KnownDrivers lists the task drivers GPUlayer ships. Validation rejects any
+// other driver name.
+var KnownDrivers = []string{"native", "docker"}
+
+var validName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,127}$`)
+
+// Job is the unit users submit: task groups to place on nodes. ID is the
+// job's name and its key in the state store.
+type Job struct {
+	ID          string
+	Name        string
+	Namespace   string
+	Type        string // JobTypeBatch or JobTypeService
+	Priority    int    // 1..100; higher is placed first
+	Datacenters []string
+	Meta        map[string]string
+	Constraints []*Constraint
+	Affinities  []*Affinity
+	TaskGroups  []*TaskGroup
+
+	// Stop is true once the user stopped the job; its allocations are then
+	// told to stop.
+	Stop              bool
+	Status            string
+	StatusDescription string
+	// Version counts registrations of this job ID that changed its spec,
+	// starting at 0.
+	Version uint64
+	// SubmitTime is when the job was registered, in Unix nanoseconds, set by
+	// the endpoint (never the FSM).
+	SubmitTime     int64
+	CreateIndex    uint64
+	ModifyIndex    uint64
+	JobModifyIndex uint64
+}
+
+// TaskGroup is a set of tasks placed together on one node, Count times.
+type TaskGroup struct {
+	Name          string
+	Count         int
+	Constraints   []*Constraint
+	Affinities    []*Affinity
+	RestartPolicy *RestartPolicy
+	Tasks         []*Task
+	Meta          map[string]string
+}
+
+// Task is one process or container run by a driver.
+type Task struct {
+	Name   string
+	Driver string
+	// Config is the driver's free-form configuration, e.g. for native
+	// {"command": "/bin/sh", "args": ["-c", "echo hi"]}.
+	Config      map[string]interface{}
+	Env         map[string]string
+	Resources   *Resources
+	Constraints []*Constraint
+	Affinities  []*Affinity
+	Meta        map[string]string
+	// KillTimeout is how long the driver waits after KillSignal before it
+	// kills the task; zero means the default of 5 seconds.
+	KillTimeout time.Duration
+	// KillSignal is sent first when the task is stopped; empty means SIGTERM.
+	KillSignal string
+}
+
+// Resources is what a task asks for.
+type Resources struct {
+	CPU      int // MHz
+	MemoryMB int // MiB
+	Devices  []*RequestedDevice
+}
+
+// RequestedDevice asks for Count instances of a device matching Name, which
+// is "vendor/type" or "vendor/type/model" (e.g. "nvidia/gpu",
+// "nvidia/gpu/NVIDIA H100 80GB HBM3") or just "type" ("gpu").
+type RequestedDevice struct {
+	Name        string
+	Count       int
+	Constraints []*Constraint
+	Affinities  []*Affinity
+}
+
+// Constraint filters nodes (or device groups, for a device's constraints).
+// LTarget and RTarget are literal values or interpolations such as
+// "${attr.kernel.name}", "${node.class}", "${meta.rack}",
+// "${device.attr.memory}". Operand is one of =, ==, !=, <, <=, >, >=,
+// regexp, set_contains, is_set, is_not_set, version.
+type Constraint struct {
+	LTarget string
+	RTarget string
+	Operand string
+}
+
+// String renders the constraint as "LTarget Operand RTarget".
+func (c *Constraint) String() string {
+	return strings.TrimSpace(fmt.Sprintf("%s %s %s", c.LTarget, c.Operand, c.RTarget))
+}
+
+// Affinity is a soft constraint: a node (or device group) that matches gains
+// Weight (-100..100) in ranking.
+type Affinity struct {
+	LTarget string
+	RTarget string
+	Operand string
+	Weight  int
+}
+
+// RestartPolicy tells the client how to restart a failed task in place:
+// at most Attempts restarts within Interval, waiting Delay before each.
+type RestartPolicy struct {
+	Attempts int
+	Interval time.Duration
+	Delay    time.Duration
+	Mode     string // RestartModeFail or RestartModeDelay
+}
+
+// DefaultBatchRestartPolicy and DefaultServiceRestartPolicy follow Nomad's
+// defaults (nomad/structs/structs.go): batch 3 attempts in 24h, 15s delay;
+// service 2 attempts in 30m, 15s delay; both in "fail" mode.
+func DefaultRestartPolicy(jobType string) *RestartPolicy {
+	if jobType == JobTypeBatch {
+		return &RestartPolicy{Attempts: 3, Interval: 24 * time.Hour, Delay: 15 * time.Second, Mode: RestartModeFail}
+	}
+	return &RestartPolicy{Attempts: 2, Interval: 30 * time.Minute, Delay: 15 * time.Second, Mode: RestartModeFail}
+}
+
+// Canonicalize fills defaults: Name from ID, Type service, Priority 50,
+// Datacenters ["dc1"], Namespace "default", group Count 1 and restart
+// policy by job type. It changes j in place; call it before Validate.
+func (j *Job) Canonicalize() {
+	if j.Name == "" {
+		j.Name = j.ID
+	}
+	if j.Namespace == "" {
+		j.Namespace = "default"
+	}
+	if j.Type == "" {
+		j.Type = JobTypeService
+	}
+	if j.Priority == 0 {
+		j.Priority = JobDefaultPriority
+	}
+	if len(j.Datacenters) == 0 {
+		j.Datacenters = []string{"dc1"}
+	}
+	for _, tg := range j.TaskGroups {
+		if tg == nil {
+			continue
+		}
+		if tg.RestartPolicy == nil {
+			tg.RestartPolicy = DefaultRestartPolicy(j.Type)
+		}
+		if tg.RestartPolicy.Mode == "" {
+			tg.RestartPolicy.Mode = RestartModeFail
+		}
+		for _, t := range tg.Tasks {
+			if t != nil && t.Resources == nil {
+				t.Resources = &Resources{CPU: 100, MemoryMB: 300}
+			}
+		}
+	}
+}
+
+// Validate checks the job and returns a *ValidationError (matching
+// ErrInvalid) that names every bad field, or nil.
+func (j *Job) Validate() error {
+	var p []string
+	add := func(format string, a ...any) { p = append(p, fmt.Sprintf(format, a...)) }
+	if !validName.MatchString(j.ID) {
+		add("ID: must be 1-128 letters, digits, '.', '_' or '-' starting with a letter or digit, got %q", j.ID)
+	}
+	if j.Type != JobTypeBatch && j.Type != JobTypeService {
+		add("type: must be %q or %q, got %q", JobTypeBatch, JobTypeService, j.Type)
+	}
+	if j.Priority < JobMinPriority || j.Priority > JobMaxPriority {
+		add("priority: must be between %d and %d, got %d", JobMinPriority, JobMaxPriority, j.Priority)
+	}
+	for i, c := range j.Constraints {
+		if err := c.Validate(); err != nil {
+			add("constraint %d: %v", i+1, err)
+		}
+	}
+	if len(j.TaskGroups) == 0 {
+		add("group: a job needs at least one task group")
+	}
+	seenGroups := map[string]bool{}
+	for i, tg := range j.TaskGroups {
+		if tg == nil {
+			add("group %d: is null", i+1)
+			continue
+		}
+		where := fmt.Sprintf("group %q", tg.Name)
+		if !validName.MatchString(tg.Name) {
+			add("group %d: name: invalid name %q", i+1, tg.Name)
+		}
+		if seenGroups[tg.Name] {
+			add("%s: duplicate group name", where)
+		}
+		seenGroups[tg.Name] = true
+		for _, e := range tg.validate(j.Type) {
+			add("%s: %s", where, e)
+		}
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: p}
+}
+
+func (tg *TaskGroup) validate(jobType string) []string {
+	var p []string
+	add := func(format string, a ...any) { p = append(p, fmt.Sprintf(format, a...)) }
+	if tg.Count < 0 {
+		add("count: must be 0 or more, got %d", tg.Count)
+	}
+	if rp := tg.RestartPolicy; rp != nil {
+		if rp.Attempts < 0 {
+			add("restart: attempts: must be 0 or more, got %d", rp.Attempts)
+		}
+		if rp.Delay < 0 || rp.Interval < 0 {
+			add("restart: delay and interval must not be negative")
+		}
+		if rp.Mode != RestartModeFail && rp.Mode != RestartModeDelay {
+			add("restart: mode: must be %q or %q, got %q", RestartModeFail, RestartModeDelay, rp.Mode)
+		}
+	}
+	for i, c := range tg.Constraints {
+		if err := c.Validate(); err != nil {
+			add("constraint %d: %v", i+1, err)
+		}
+	}
+	if len(tg.Tasks) == 0 {
+		add("task: a group needs at least one task")
+	}
+	seen := map[string]bool{}
+	for i, t := range tg.Tasks {
+		if t == nil {
+			add("task %d: is null", i+1)
+			continue
+		}
+		where := fmt.Sprintf("task %q", t.Name)
+		if !validName.MatchString(t.Name) {
+			add("task %d: name: invalid name %q", i+1, t.Name)
+		}
+		if seen[t.Name] {
+			add("%s: duplicate task name", where)
+		}
+		seen[t.Name] = true
+		if t.Driver == "" {
+			add("%s: driver: is required", where)
+		} else if !slices.Contains(KnownDrivers, t.Driver) {
+			add("%s: driver: unknown driver %q (known: %s)", where, t.Driver, strings.Join(KnownDrivers, ", "))
+		}
+		if t.KillTimeout < 0 {
+			add("%s: kill_timeout: must not be negative, got %s", where, t.KillTimeout)
+		}
+		if r := t.Resources; r != nil {
+			if r.CPU < 0 {
+				add("%s: resources: cpu: must be 0 or more MHz, got %d", where, r.CPU)
+			}
+			if r.MemoryMB < 0 {
+				add("%s: resources: memory: must be 0 or more MiB, got %d", where, r.MemoryMB)
+			}
+			for j, d := range r.Devices {
+				if d == nil {
+					add("%s: resources: device %d: is null", where, j+1)
+					continue
+				}
+				dw := fmt.Sprintf("%s: resources: device %q", where, d.Name)
+				if _, _, _, err := ParseDeviceName(d.Name); err != nil {
+					add("%s: name: %v", dw, err)
+				}
+				if d.Count < 1 {
+					add("%s: count: must be at least 1, got %d", dw, d.Count)
+				}
+				for k, c := range d.Constraints {
+					if err := c.Validate(); err != nil {
+						add("%s: constraint %d: %v", dw, k+1, err)
+					}
+				}
+			}
+		}
+		for k, c := range t.Constraints {
+			if err := c.Validate(); err != nil {
+				add("%s: constraint %d: %v", where, k+1, err)
+			}
+		}
+	}
+	return p
+}
+
+// Validate checks the operator and that both sides are present where the
+// operator needs them.
+func (c *Constraint) Validate() error {
+	if c == nil {
+		return fmt.Errorf("is null")
+	}
+	switch c.Operand {
+	case "=", "==", "!=", "<", "<=", ">", ">=", "regexp", "set_contains", "version":
+		if c.LTarget == "" {
+			return fmt.Errorf("attribute: is required for operator %q", c.Operand)
+		}
+		if c.Operand == "regexp" {
+			if _, err := regexp.Compile(c.RTarget); err != nil {
+				return fmt.Errorf("value: bad regexp: %v", err)
+			}
+		}
+	case "is_set", "is_not_set":
+		if c.LTarget == "" {
+			return fmt.Errorf("attribute: is required for operator %q", c.Operand)
+		}
+	default:
+		return fmt.Errorf("operator: unknown operator %q", c.Operand)
+	}
+	return nil
+}
+
+// LookupTaskGroup returns the group named name, or nil.
+func (j *Job) LookupTaskGroup(name string) *TaskGroup {
+	for _, tg := range j.TaskGroups {
+		if tg.Name == name {
+			return tg
+		}
+	}
+	return nil
+}
+
+// LookupTask returns the task named name, or nil.
+func (tg *TaskGroup) LookupTask(name string) *Task {
+	for _, t := range tg.Tasks {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// Copy returns a deep copy of the job. Task Config values are copied one
+// level deep (maps and slices inside are shared, and never mutated).
+func (j *Job) Copy() *Job {
+	if j == nil {
+		return nil
+	}
+	n := *j
+	n.Datacenters = slices.Clone(j.Datacenters)
+	n.Meta = maps.Clone(j.Meta)
+	n.Constraints = copyConstraints(j.Constraints)
+	n.Affinities = copyAffinities(j.Affinities)
+	n.TaskGroups = make([]*TaskGroup, len(j.TaskGroups))
+	for i, tg := range j.TaskGroups {
+		n.TaskGroups[i] = tg.Copy()
+	}
+	return &n
+}
+
+// Copy returns a deep copy of the group.
+func (tg *TaskGroup) Copy() *TaskGroup {
+	if tg == nil {
+		return nil
+	}
+	n := *tg
+	n.Constraints = copyConstraints(tg.Constraints)
+	n.Affinities = copyAffinities(tg.Affinities)
+	if tg.RestartPolicy != nil {
+		rp := *tg.RestartPolicy
+		n.RestartPolicy = &rp
+	}
+	n.Meta = maps.Clone(tg.Meta)
+	n.Tasks = make([]*Task, len(tg.Tasks))
+	for i, t := range tg.Tasks {
+		n.Tasks[i] = t.Copy()
+	}
+	return &n
+}
+
+// Copy returns a deep copy of the task.
+func (t *Task) Copy() *Task {
+	if t == nil {
+		return nil
+	}
+	n := *t
+	n.Config = maps.Clone(t.Config)
+	n.Env = maps.Clone(t.Env)
+	n.Meta = maps.Clone(t.Meta)
+	n.Constraints = copyConstraints(t.Constraints)
+	n.Affinities = copyAffinities(t.Affinities)
+	n.Resources = t.Resources.Copy()
+	return &n
+}
+
+// Copy returns a deep copy of the resources.
+func (r *Resources) Copy() *Resources {
+	if r == nil {
+		return nil
+	}
+	n := *r
+	n.Devices = make([]*RequestedDevice, len(r.Devices))
+	for i, d := range r.Devices {
+		if d == nil {
+			continue
+		}
+		dc := *d
+		dc.Constraints = copyConstraints(d.Constraints)
+		dc.Affinities = copyAffinities(d.Affinities)
+		n.Devices[i] = &dc
+	}
+	return &n
+}
+
+func copyConstraints(cs []*Constraint) []*Constraint {
+	if cs == nil {
+		return nil
+	}
+	out := make([]*Constraint, len(cs))
+	for i, c := range cs {
+		if c != nil {
+			cc := *c
+			out[i] = &cc
+		}
+	}
+	return out
+}
+
+func copyAffinities(as []*Affinity) []*Affinity {
+	if as == nil {
+		return nil
+	}
+	out := make([]*Affinity, len(as))
+	for i, a := range as {
+		if a != nil {
+			ac := *a
+			out[i] = &ac
+		}
+	}
+	return out
+}

@@ -1,0 +1,163 @@
+package structs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+)
+
+// MessageType is the first byte of every Raft log entry. Values are
+// append-only: never renumber or reuse one.
+type MessageType uint8
+
+// Raft message types.
+const (
+	NodeRegisterRequestType      MessageType = 0
+	NodeDeregisterRequestType    MessageType = 1
+	NodeUpdateStatusRequestType  MessageType = 2
+	JobRegisterRequestType       MessageType = 3
+	JobDeregisterRequestType     MessageType = 4
+	EvalUpdateRequestType        MessageType = 5
+	EvalDeleteRequestType        MessageType = 6
+	ApplyPlanResultsRequestType  MessageType = 7
+	AllocClientUpdateRequestType MessageType = 8
+)
+
+// IgnoreUnknownTypeFlag is set on message types that older servers may
+// skip when they do not know them. A type without the flag that the FSM
+// does not know stops it loudly.
+const IgnoreUnknownTypeFlag MessageType = 128
+
+// String names the message type.
+func (t MessageType) String() string {
+	switch t &^ IgnoreUnknownTypeFlag {
+	case NodeRegisterRequestType:
+		return "NodeRegister"
+	case NodeDeregisterRequestType:
+		return "NodeDeregister"
+	case NodeUpdateStatusRequestType:
+		return "NodeUpdateStatus"
+	case JobRegisterRequestType:
+		return "JobRegister"
+	case JobDeregisterRequestType:
+		return "JobDeregister"
+	case EvalUpdateRequestType:
+		return "EvalUpdate"
+	case EvalDeleteRequestType:
+		return "EvalDelete"
+	case ApplyPlanResultsRequestType:
+		return "ApplyPlanResults"
+	case AllocClientUpdateRequestType:
+		return "AllocClientUpdate"
+	}
+	return fmt.Sprintf("MessageType(%d)", uint8(t))
+}
+
+// NodeRegisterRequest registers or re-registers a node.
+type NodeRegisterRequest struct {
+	Node *Node
+}
+
+// NodeDeregisterRequest removes a node.
+type NodeDeregisterRequest struct {
+	NodeID string
+}
+
+// NodeUpdateStatusRequest sets a node's status (heartbeat or down), with
+// evaluations to create for the node's jobs.
+type NodeUpdateStatusRequest struct {
+	NodeID    string
+	Status    string
+	UpdatedAt int64 // Unix seconds
+	Evals     []*Evaluation
+}
+
+// JobRegisterRequest upserts a job and its evaluation in one entry.
+type JobRegisterRequest struct {
+	Job  *Job
+	Eval *Evaluation
+}
+
+// JobDeregisterRequest stops a job (or, with Purge, removes it and its
+// allocations and evaluations) and creates its evaluation.
+type JobDeregisterRequest struct {
+	JobID string
+	Purge bool
+	Eval  *Evaluation
+}
+
+// EvalUpdateRequest upserts evaluations (status changes, blocked and
+// follow-up evaluations).
+type EvalUpdateRequest struct {
+	Evals []*Evaluation
+}
+
+// EvalDeleteRequest removes evaluations and allocations (garbage collection).
+type EvalDeleteRequest struct {
+	Evals  []string
+	Allocs []string
+}
+
+// ApplyPlanResultsRequest commits a verified plan: allocations to stop and
+// to place, and the evaluation updates that go with it.
+type ApplyPlanResultsRequest struct {
+	// AllocsStopped holds the stop updates (DesiredStatus stop/evict).
+	AllocsStopped []*Allocation
+	// AllocsPlaced holds new or updated allocations.
+	AllocsPlaced []*Allocation
+	EvalID       string
+	// Evals are upserted with the plan (e.g. a blocked evaluation).
+	Evals []*Evaluation
+	// UpdatedAt is Unix nanoseconds, used as ModifyTime.
+	UpdatedAt int64
+}
+
+// AllocClientUpdateRequest carries client-side status (ClientStatus,
+// TaskStates) of allocations, and evaluations to create because resources
+// were freed.
+type AllocClientUpdateRequest struct {
+	Allocs []*Allocation
+	Evals  []*Evaluation
+	// UpdatedAt is Unix nanoseconds.
+	UpdatedAt int64
+}
+
+// MsgpackHandle is the codec used for Raft entries, snapshots and the
+// client's local state. Maps decode to map[string]interface{} and raw
+// bytes to strings so task Config survives a round trip.
+var MsgpackHandle = func() *codec.MsgpackHandle {
+	h := &codec.MsgpackHandle{}
+	h.RawToString = true
+	h.WriteExt = true
+	h.MapType = mapStringInterfaceType
+	return h
+}()
+
+// Encode writes the message type byte then msg as msgpack.
+func Encode(t MessageType, msg interface{}) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte(uint8(t))
+	if err := codec.NewEncoder(&buf, MsgpackHandle).Encode(msg); err != nil {
+		return nil, fmt.Errorf("encode %s: %w", t, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// ErrDecode is wrapped by Decode's errors.
+var ErrDecode = errors.New("decode")
+
+// Decode reads msgpack bytes (without the type byte) into out. It returns
+// an error wrapping ErrDecode for malformed input and never panics.
+func Decode(buf []byte, out interface{}) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: panic in msgpack decoder: %v", ErrDecode, r)
+		}
+	}()
+	if err := codec.NewDecoderBytes(buf, MsgpackHandle).Decode(out); err != nil {
+		return fmt.Errorf("%w: %v", ErrDecode, err)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package structs
+
+import "maps"
+
+// Node statuses.
+const (
+	NodeStatusInit  = "initializing"
+	NodeStatusReady = "ready"
+	NodeStatusDown  = "down"
+)
+
+// Node scheduling eligibility.
+const (
+	NodeSchedulingEligible   = "eligible"
+	NodeSchedulingIneligible = "ineligible"
+)
+
+// Node memory models and availability classes.
+const (
+	MemoryModelDiscrete       = "discrete"
+	MemoryModelUnified        = "unified"
+	AvailabilityContinuous    = "continuous"
+	AvailabilityOpportunistic = "opportunistic"
+)
+
+// Node is a client host that runs allocations.
+type Node struct {
+	ID         string
+	SecretID   string `json:"-"`
+	Name       string
+	Datacenter string
+	NodeClass  string
+	// HTTPAddr is the client's HTTP address ("127.0.0.1:4656") used by
+	// servers to proxy log reads.
+	HTTPAddr string
+	// Attributes are fingerprinted facts: "kernel.name" = "linux",
+	// "cpu.arch", "cpu.numcores", "os.name", "driver.native" = "1",
+	// "unique.hostname", "memory_model", "availability".
+	Attributes map[string]string
+	Meta       map[string]string
+	// Drivers maps driver name to its health, e.g. "native".
+	Drivers map[string]*DriverInfo
+
+	NodeResources     *NodeResources
+	ReservedResources *NodeReservedResources
+
+	Status                string
+	StatusDescription     string
+	SchedulingEligibility string
+	// StatusUpdatedAt is in Unix seconds, set by the endpoint.
+	StatusUpdatedAt int64
+	CreateIndex     uint64
+	ModifyIndex     uint64
+}
+
+// DriverInfo is a driver's fingerprint on a node.
+type DriverInfo struct {
+	Detected          bool
+	Healthy           bool
+	HealthDescription string
+	Attributes        map[string]string
+}
+
+// NodeResources is what a node has in total.
+type NodeResources struct {
+	CPU      int64 // MHz, all cores together
+	Cores    int
+	MemoryMB int64 // MiB
+	Devices  []*DeviceGroup
+}
+
+// NodeReservedResources is kept back for the OS and the agent itself.
+type NodeReservedResources struct {
+	CPU      int64 // MHz
+	MemoryMB int64 // MiB
+}
+
+// Ready reports whether the node can take new allocations.
+func (n *Node) Ready() bool {
+	return n.Status == NodeStatusReady && n.SchedulingEligibility != NodeSchedulingIneligible
+}
+
+// Copy returns a deep copy of the node.
+func (n *Node) Copy() *Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Attributes = maps.Clone(n.Attributes)
+	c.Meta = maps.Clone(n.Meta)
+	if n.Drivers != nil {
+		c.Drivers = make(map[string]*DriverInfo, len(n.Drivers))
+		for k, d := range n.Drivers {
+			dc := *d
+			dc.Attributes = maps.Clone(d.Attributes)
+			c.Drivers[k] = &dc
+		}
+	}
+	if n.NodeResources != nil {
+		r := *n.NodeResources
+		r.Devices = make([]*DeviceGroup, len(n.NodeResources.Devices))
+		for i, g := range n.NodeResources.Devices {
+			r.Devices[i] = g.Copy()
+		}
+		c.NodeResources = &r
+	}
+	if n.ReservedResources != nil {
+		r := *n.ReservedResources
+		c.ReservedResources = &r
+	}
+	return &c
+}
+
+// Stub returns the node without its secret, for listing.
+func (n *Node) Stub() *Node {
+	c := n.Copy()
+	c.SecretID = ""
+	return c
+}

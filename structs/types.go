@@ -1,0 +1,5 @@
+package structs
+
+import "reflect"
+
+var mapStringInterfaceType = reflect.TypeOf(map[string]interface{}(nil))
