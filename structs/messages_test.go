@@ -80,4 +80,3 @@ func TestJobValidateNamesFields(t *testing.T) {
 		}
 	}
 }
-

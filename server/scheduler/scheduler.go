@@ -1,8 +1,8 @@
 // Package scheduler turns an evaluation into a plan. It is pure: it sees the
 // cluster only through State (a consistent snapshot) and submits its result
-// through Planner. It does no I/O, reads no clock and makes no random choice
-// that is not seeded from its inputs, so the same snapshot and evaluation
-// always give the same plan.
+// through Planner. It does no I/O and reads no clock; apart from new
+// allocation and evaluation IDs (structs.GenerateUUID) the same snapshot and
+// evaluation always give the same plan. Times are set by the server's worker.
 package scheduler
 
 import "github.com/gpulayer/gpulayer/structs"
