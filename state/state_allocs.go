@@ -1,0 +1,260 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// UpsertPlanResults commits a verified plan at Raft index index in one
+// transaction:
+//   - Each stop in req.AllocsStopped updates a copy of the stored allocation
+//     with the stop's DesiredStatus (stop when empty) and
+//     DesiredDescription, ModifyIndex = AllocModifyIndex = index and
+//     ModifyTime = req.UpdatedAt. Stops of unknown allocations are skipped.
+//   - Each placement in req.AllocsPlaced is stored as a copy with
+//     ModifyIndex = AllocModifyIndex = index and ModifyTime = req.UpdatedAt.
+//     A new allocation gets CreateIndex = index, CreateTime = req.UpdatedAt
+//     when unset, DesiredStatus run and ClientStatus pending when empty; an
+//     existing one keeps its CreateIndex, CreateTime and client fields
+//     (ClientStatus, ClientDescription, TaskStates). A placement without a
+//     Job gets the stored job.
+//   - req.Evals are upserted as by UpsertEvals.
+//
+// The statuses of the touched jobs are recomputed. Errors wrap
+// structs.ErrInvalid for a nil request, a nil allocation or evaluation, or
+// an empty ID; then nothing is written.
+func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) error {
+	if req == nil {
+		return invalid("plan results: nil request")
+	}
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	jobs := map[string]struct{}{}
+	touched := false
+	for _, stop := range req.AllocsStopped {
+		if stop == nil || stop.ID == "" {
+			return invalid("plan results: stopped allocation nil or without ID")
+		}
+		existing, err := allocByIDTxn(txn, nil, stop.ID)
+		if err != nil {
+			return err
+		}
+		if existing == nil {
+			continue
+		}
+		a, err := safeCopy("allocation", stop.ID, existing.Copy)
+		if err != nil {
+			return err
+		}
+		a.DesiredStatus = stop.DesiredStatus
+		if a.DesiredStatus == "" || a.DesiredStatus == structs.AllocDesiredStatusRun {
+			a.DesiredStatus = structs.AllocDesiredStatusStop
+		}
+		a.DesiredDescription = stop.DesiredDescription
+		a.ModifyIndex, a.AllocModifyIndex = index, index
+		a.ModifyTime = req.UpdatedAt
+		if err := txn.Insert(TableAllocs, a); err != nil {
+			return fmt.Errorf("state: stop allocation %q: %w", a.ID, err)
+		}
+		jobs[a.JobID] = struct{}{}
+		touched = true
+	}
+	for _, place := range req.AllocsPlaced {
+		if place == nil || place.ID == "" {
+			return invalid("plan results: placed allocation nil or without ID")
+		}
+		a, err := safeCopy("allocation", place.ID, place.Copy)
+		if err != nil {
+			return err
+		}
+		existing, err := allocByIDTxn(txn, nil, place.ID)
+		if err != nil {
+			return err
+		}
+		if existing != nil {
+			a.CreateIndex = existing.CreateIndex
+			a.CreateTime = existing.CreateTime
+			a.ClientStatus = existing.ClientStatus
+			a.ClientDescription = existing.ClientDescription
+			a.TaskStates = existing.TaskStates // stored objects are immutable: sharing is safe
+		} else {
+			a.CreateIndex = index
+			if a.CreateTime == 0 {
+				a.CreateTime = req.UpdatedAt
+			}
+		}
+		if a.DesiredStatus == "" {
+			a.DesiredStatus = structs.AllocDesiredStatusRun
+		}
+		if a.ClientStatus == "" {
+			a.ClientStatus = structs.AllocClientStatusPending
+		}
+		if a.Job == nil && a.JobID != "" {
+			job, err := jobByIDTxn(txn, nil, a.JobID)
+			if err != nil {
+				return err
+			}
+			a.Job = job
+		}
+		a.ModifyIndex, a.AllocModifyIndex = index, index
+		a.ModifyTime = req.UpdatedAt
+		if err := txn.Insert(TableAllocs, a); err != nil {
+			return fmt.Errorf("state: place allocation %q: %w", a.ID, err)
+		}
+		jobs[a.JobID] = struct{}{}
+		touched = true
+	}
+	if touched {
+		if err := setIndex(txn, TableAllocs, index); err != nil {
+			return err
+		}
+	}
+	if err := upsertEvalsTxn(txn, index, req.Evals, jobs); err != nil {
+		return err
+	}
+	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// UpdateAllocsFromClient records client-side status at Raft index index:
+// for each update, a copy of the stored allocation takes ClientStatus,
+// ClientDescription and TaskStates (copied) from it, with ModifyIndex =
+// index and ModifyTime = updatedAt (Unix nanoseconds). AllocModifyIndex, the
+// server-side change index, is kept. Unknown allocation IDs are skipped.
+// The statuses of the touched jobs are recomputed. Errors wrap
+// structs.ErrInvalid for a nil update or an empty ID; then nothing is
+// written.
+func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocation, updatedAt int64) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	jobs := map[string]struct{}{}
+	touched := false
+	for _, upd := range allocs {
+		if upd == nil || upd.ID == "" {
+			return invalid("client update: allocation nil or without ID")
+		}
+		existing, err := allocByIDTxn(txn, nil, upd.ID)
+		if err != nil {
+			return err
+		}
+		if existing == nil {
+			continue
+		}
+		// Copy only what is taken from the update, so a malformed field
+		// elsewhere in it does not matter.
+		states, err := safeCopy("allocation", upd.ID, func() map[string]*structs.TaskState {
+			return (&structs.Allocation{TaskStates: upd.TaskStates}).Copy().TaskStates
+		})
+		if err != nil {
+			return err
+		}
+		a, err := safeCopy("allocation", upd.ID, existing.Copy)
+		if err != nil {
+			return err
+		}
+		a.ClientStatus = upd.ClientStatus
+		a.ClientDescription = upd.ClientDescription
+		a.TaskStates = states
+		a.ModifyIndex = index
+		a.ModifyTime = updatedAt
+		if err := txn.Insert(TableAllocs, a); err != nil {
+			return fmt.Errorf("state: update allocation %q: %w", a.ID, err)
+		}
+		jobs[a.JobID] = struct{}{}
+		touched = true
+	}
+	if touched {
+		if err := setIndex(txn, TableAllocs, index); err != nil {
+			return err
+		}
+	}
+	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// Allocs returns every allocation, sorted by ID.
+func (s *StateStore) Allocs(ws memdb.WatchSet) ([]*structs.Allocation, error) {
+	return s.allocsBy(ws, "id")
+}
+
+// AllocByID returns the allocation, or nil and no error when it does not
+// exist.
+func (s *StateStore) AllocByID(ws memdb.WatchSet, id string) (*structs.Allocation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	return allocByIDTxn(txn, ws, id)
+}
+
+// AllocsByJob returns the job's allocations, terminal or not, sorted by ID.
+func (s *StateStore) AllocsByJob(ws memdb.WatchSet, jobID string) ([]*structs.Allocation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	return allocsByJobTxn(txn, ws, jobID)
+}
+
+// AllocsByNode returns the node's allocations, terminal or not, sorted by
+// ID.
+func (s *StateStore) AllocsByNode(ws memdb.WatchSet, nodeID string) ([]*structs.Allocation, error) {
+	if nodeID == "" {
+		return nil, nil
+	}
+	return s.allocsBy(ws, "node", nodeID)
+}
+
+// AllocsByIDPrefix returns the allocations whose ID starts with prefix,
+// sorted by ID, for the CLI's short IDs. An empty prefix returns every
+// allocation.
+func (s *StateStore) AllocsByIDPrefix(ws memdb.WatchSet, prefix string) ([]*structs.Allocation, error) {
+	return s.allocsBy(ws, "id_prefix", prefix)
+}
+
+func (s *StateStore) allocsBy(ws memdb.WatchSet, index string, args ...interface{}) ([]*structs.Allocation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	it, err := txn.Get(TableAllocs, index, args...)
+	if err != nil {
+		return nil, fmt.Errorf("state: list allocations by %s: %w", index, err)
+	}
+	ws.Add(it.WatchCh())
+	return collectAllocs(it), nil
+}
+
+func allocByIDTxn(txn *memdb.Txn, ws memdb.WatchSet, id string) (*structs.Allocation, error) {
+	watchCh, raw, err := txn.FirstWatch(TableAllocs, "id", id)
+	if err != nil {
+		return nil, fmt.Errorf("state: allocation lookup %q: %w", id, err)
+	}
+	ws.Add(watchCh)
+	if raw == nil {
+		return nil, nil
+	}
+	return raw.(*structs.Allocation), nil
+}
+
+func allocsByJobTxn(txn *memdb.Txn, ws memdb.WatchSet, jobID string) ([]*structs.Allocation, error) {
+	if jobID == "" {
+		return nil, nil
+	}
+	it, err := txn.Get(TableAllocs, "job", jobID)
+	if err != nil {
+		return nil, fmt.Errorf("state: allocations of job %q: %w", jobID, err)
+	}
+	ws.Add(it.WatchCh())
+	return collectAllocs(it), nil
+}
+
+func collectAllocs(it memdb.ResultIterator) []*structs.Allocation {
+	var out []*structs.Allocation
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(*structs.Allocation))
+	}
+	return out
+}

@@ -1,0 +1,169 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// UpsertEvals inserts or updates evaluations at Raft index index, storing
+// copies. CreateIndex is set on first insert and kept afterwards;
+// ModifyIndex is index. The status of each evaluation's job is recomputed.
+// Errors wrap structs.ErrInvalid for a nil evaluation or an empty ID; then
+// nothing is written.
+func (s *StateStore) UpsertEvals(index uint64, evals []*structs.Evaluation) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	jobs := map[string]struct{}{}
+	if err := upsertEvalsTxn(txn, index, evals, jobs); err != nil {
+		return err
+	}
+	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// upsertEvalsTxn does UpsertEvals' writes and adds each evaluation's job ID
+// to jobs. It bumps the evals table index when evals is not empty.
+func upsertEvalsTxn(txn *memdb.Txn, index uint64, evals []*structs.Evaluation, jobs map[string]struct{}) error {
+	if len(evals) == 0 {
+		return nil
+	}
+	for _, eval := range evals {
+		if eval == nil || eval.ID == "" {
+			return invalid("evaluation: nil or without ID")
+		}
+		e, err := safeCopy("evaluation", eval.ID, eval.Copy)
+		if err != nil {
+			return err
+		}
+		existing, err := evalByIDTxn(txn, nil, eval.ID)
+		if err != nil {
+			return err
+		}
+		e.CreateIndex = index
+		if existing != nil {
+			e.CreateIndex = existing.CreateIndex
+		}
+		e.ModifyIndex = index
+		if err := txn.Insert(TableEvals, e); err != nil {
+			return fmt.Errorf("state: insert evaluation %q: %w", e.ID, err)
+		}
+		if e.JobID != "" {
+			jobs[e.JobID] = struct{}{}
+		}
+	}
+	return setIndex(txn, TableEvals, index)
+}
+
+// DeleteEvals removes the named evaluations and allocations (garbage
+// collection). IDs that do not exist are skipped. The statuses of the
+// affected jobs are recomputed.
+func (s *StateStore) DeleteEvals(index uint64, evalIDs, allocIDs []string) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	jobs := map[string]struct{}{}
+	for _, id := range evalIDs {
+		e, err := evalByIDTxn(txn, nil, id)
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			continue
+		}
+		if err := txn.Delete(TableEvals, e); err != nil {
+			return fmt.Errorf("state: delete evaluation %q: %w", id, err)
+		}
+		jobs[e.JobID] = struct{}{}
+	}
+	for _, id := range allocIDs {
+		a, err := allocByIDTxn(txn, nil, id)
+		if err != nil {
+			return err
+		}
+		if a == nil {
+			continue
+		}
+		if err := txn.Delete(TableAllocs, a); err != nil {
+			return fmt.Errorf("state: delete allocation %q: %w", id, err)
+		}
+		jobs[a.JobID] = struct{}{}
+	}
+	if len(evalIDs) > 0 {
+		if err := setIndex(txn, TableEvals, index); err != nil {
+			return err
+		}
+	}
+	if len(allocIDs) > 0 {
+		if err := setIndex(txn, TableAllocs, index); err != nil {
+			return err
+		}
+	}
+	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// Evals returns every evaluation, sorted by ID.
+func (s *StateStore) Evals(ws memdb.WatchSet) ([]*structs.Evaluation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	it, err := txn.Get(TableEvals, "id")
+	if err != nil {
+		return nil, fmt.Errorf("state: list evaluations: %w", err)
+	}
+	ws.Add(it.WatchCh())
+	return collectEvals(it), nil
+}
+
+// EvalByID returns the evaluation, or nil and no error when it does not
+// exist.
+func (s *StateStore) EvalByID(ws memdb.WatchSet, id string) (*structs.Evaluation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	return evalByIDTxn(txn, ws, id)
+}
+
+// EvalsByJob returns the job's evaluations, sorted by ID.
+func (s *StateStore) EvalsByJob(ws memdb.WatchSet, jobID string) ([]*structs.Evaluation, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	return evalsByJobTxn(txn, ws, jobID)
+}
+
+func evalByIDTxn(txn *memdb.Txn, ws memdb.WatchSet, id string) (*structs.Evaluation, error) {
+	watchCh, raw, err := txn.FirstWatch(TableEvals, "id", id)
+	if err != nil {
+		return nil, fmt.Errorf("state: evaluation lookup %q: %w", id, err)
+	}
+	ws.Add(watchCh)
+	if raw == nil {
+		return nil, nil
+	}
+	return raw.(*structs.Evaluation), nil
+}
+
+func evalsByJobTxn(txn *memdb.Txn, ws memdb.WatchSet, jobID string) ([]*structs.Evaluation, error) {
+	if jobID == "" {
+		return nil, nil
+	}
+	it, err := txn.Get(TableEvals, "job", jobID)
+	if err != nil {
+		return nil, fmt.Errorf("state: evaluations of job %q: %w", jobID, err)
+	}
+	ws.Add(it.WatchCh())
+	return collectEvals(it), nil
+}
+
+func collectEvals(it memdb.ResultIterator) []*structs.Evaluation {
+	var out []*structs.Evaluation
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(*structs.Evaluation))
+	}
+	return out
+}

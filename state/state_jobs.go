@@ -1,0 +1,117 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// UpsertJob registers or updates job at Raft index index and stores a copy.
+// CreateIndex is set on the first registration and kept afterwards;
+// ModifyIndex is always index. Version starts at 0 and, with JobModifyIndex
+// = index, moves only when the spec changed (jobSpecChanged: everything but
+// status, version, submit time and indexes is compared, Stop included).
+// Status is derived from the job's allocations and evaluations (see
+// jobStatus). Errors wrap structs.ErrInvalid for a nil job or an empty ID.
+func (s *StateStore) UpsertJob(index uint64, job *structs.Job) error {
+	if job == nil || job.ID == "" {
+		return invalid("job: nil or without ID")
+	}
+	j, err := safeCopy("job", job.ID, job.Copy)
+	if err != nil {
+		return err
+	}
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	existing, err := jobByIDTxn(txn, nil, job.ID)
+	if err != nil {
+		return err
+	}
+	if existing == nil {
+		j.CreateIndex = index
+		j.JobModifyIndex = index
+		j.Version = 0
+	} else {
+		j.CreateIndex = existing.CreateIndex
+		j.JobModifyIndex = existing.JobModifyIndex
+		j.Version = existing.Version
+		if jobSpecChanged(existing, j) {
+			j.JobModifyIndex = index
+			j.Version = existing.Version + 1
+		}
+	}
+	j.ModifyIndex = index
+	status, err := jobStatusTxn(txn, j)
+	if err != nil {
+		return err
+	}
+	j.Status = status
+	if err := txn.Insert(TableJobs, j); err != nil {
+		return fmt.Errorf("state: insert job %q: %w", j.ID, err)
+	}
+	if err := setIndex(txn, TableJobs, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// DeleteJob purges the job. Its allocations and evaluations stay: the
+// scheduler stops the allocations of a missing job and EvalDeleteRequest
+// garbage-collects them later. Errors wrap structs.ErrNotFound when the job
+// does not exist.
+func (s *StateStore) DeleteJob(index uint64, jobID string) error {
+	txn := s.db.Txn(true)
+	defer txn.Abort()
+	existing, err := jobByIDTxn(txn, nil, jobID)
+	if err != nil {
+		return err
+	}
+	if existing == nil {
+		return notFound("job", jobID)
+	}
+	if err := txn.Delete(TableJobs, existing); err != nil {
+		return fmt.Errorf("state: delete job %q: %w", jobID, err)
+	}
+	if err := setIndex(txn, TableJobs, index); err != nil {
+		return err
+	}
+	txn.Commit()
+	return nil
+}
+
+// Jobs returns every job, sorted by ID.
+func (s *StateStore) Jobs(ws memdb.WatchSet) ([]*structs.Job, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	it, err := txn.Get(TableJobs, "id")
+	if err != nil {
+		return nil, fmt.Errorf("state: list jobs: %w", err)
+	}
+	ws.Add(it.WatchCh())
+	var out []*structs.Job
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(*structs.Job))
+	}
+	return out, nil
+}
+
+// JobByID returns the job, or nil and no error when it does not exist.
+func (s *StateStore) JobByID(ws memdb.WatchSet, id string) (*structs.Job, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	return jobByIDTxn(txn, ws, id)
+}
+
+func jobByIDTxn(txn *memdb.Txn, ws memdb.WatchSet, id string) (*structs.Job, error) {
+	watchCh, raw, err := txn.FirstWatch(TableJobs, "id", id)
+	if err != nil {
+		return nil, fmt.Errorf("state: job lookup %q: %w", id, err)
+	}
+	ws.Add(watchCh)
+	if raw == nil {
+		return nil, nil
+	}
+	return raw.(*structs.Job), nil
+}
