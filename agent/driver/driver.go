@@ -1,0 +1,141 @@
+// Package driver declares the interface every task driver implements
+// (native processes, Docker containers) and the types that cross it. The
+// client's task runner is the only caller; drivers never talk to servers.
+package driver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// Sentinel errors returned by drivers. Callers test them with errors.Is.
+var (
+	// ErrTaskNotFound is returned for a task ID the driver does not know, or,
+	// from RecoverTask, for a task whose process is gone.
+	ErrTaskNotFound = errors.New("task not found")
+	// ErrTaskExists is returned by StartTask for an ID already running.
+	ErrTaskExists = errors.New("task already exists")
+	// ErrTaskRunning is returned by DestroyTask for a task still running.
+	ErrTaskRunning = errors.New("task is still running")
+	// ErrInvalidConfig wraps every problem with a task's driver config
+	// (unknown key, missing command, command not executable). It also
+	// matches structs.ErrInvalid.
+	ErrInvalidConfig = &configError{}
+)
+
+type configError struct{}
+
+func (*configError) Error() string { return "invalid driver config" }
+
+// Is lets errors.Is(err, structs.ErrInvalid) hold for config errors.
+func (*configError) Is(target error) bool { return target == structs.ErrInvalid }
+
+// Default stop parameters used when StopTask gets zero values.
+const (
+	DefaultKillTimeout = 5 * time.Second
+	DefaultKillSignal  = "SIGTERM"
+)
+
+// Driver runs tasks. Implementations are safe for concurrent use by many
+// task runners.
+type Driver interface {
+	// Name is the driver name tasks use, e.g. "native".
+	Name() string
+	// Fingerprint reports whether the driver works on this host, with
+	// attributes such as "driver.native.version".
+	Fingerprint() *structs.DriverInfo
+	// StartTask validates cfg.Config, then starts the task. Config problems
+	// return an error wrapping ErrInvalidConfig that names the key; an ID
+	// already started returns ErrTaskExists.
+	StartTask(cfg *TaskConfig) (*TaskHandle, error)
+	// WaitTask returns a channel that receives the task's exit result once
+	// and is then closed. If ctx ends first the channel is closed without
+	// a value. Unknown IDs return ErrTaskNotFound.
+	WaitTask(ctx context.Context, taskID string) (<-chan *ExitResult, error)
+	// StopTask sends signal (default SIGTERM) to the task's whole process
+	// group and SIGKILL after timeout (default 5 seconds) if it still runs.
+	// It returns once the task has exited. Unknown IDs return
+	// ErrTaskNotFound; stopping an exited task is not an error.
+	StopTask(taskID string, timeout time.Duration, signal string) error
+	// InspectTask returns the task's current status, or ErrTaskNotFound.
+	InspectTask(taskID string) (*TaskStatus, error)
+	// RecoverTask checks that the process behind a handle saved before a
+	// client restart still exists and is the same process (matching start
+	// time). It returns ErrTaskNotFound if the process is gone or its pid
+	// was reused.
+	RecoverTask(h *TaskHandle) error
+	// DestroyTask forgets an exited task. It returns ErrTaskRunning for a
+	// task that still runs and ErrTaskNotFound for an unknown ID.
+	DestroyTask(taskID string) error
+}
+
+// TaskConfig is everything a driver needs to start one task.
+type TaskConfig struct {
+	// ID is unique per task run: "<alloc-id>/<task>".
+	ID        string
+	AllocID   string
+	JobName   string
+	TaskGroup string
+	Name      string
+	// Config is the task's driver block, e.g. {"command": "/bin/sh", "args": [...]}.
+	Config map[string]interface{}
+	// Env is the task's final environment; nothing else is inherited.
+	Env map[string]string
+	// TaskDir is the task's working directory, created by the client.
+	TaskDir string
+	// Stdout and Stderr receive the task's output. Nil discards it. The
+	// driver does not close them.
+	Stdout io.Writer
+	Stderr io.Writer
+	// Resources are what the plan gave this task.
+	Resources *structs.AllocatedTaskResources
+}
+
+// TaskHandle identifies a started task so it can be found again after a
+// client restart.
+type TaskHandle struct {
+	ID     string
+	Driver string
+	PID    int
+	// StartTime is the process start time in clock ticks since boot, field
+	// 22 of /proc/<pid>/stat (0 where /proc is unavailable).
+	StartTime uint64
+	StartedAt time.Time
+}
+
+// ExitResult is how a task ended.
+type ExitResult struct {
+	// ExitCode is the process exit status, or -1 when killed by a signal.
+	ExitCode int
+	// Signal is the number of the signal that killed it, 0 if none.
+	Signal    int
+	OOMKilled bool
+	// Err is set when the driver lost track of the task.
+	Err error
+}
+
+// Successful reports whether the task exited 0 without a signal or error.
+func (r *ExitResult) Successful() bool {
+	return r != nil && r.ExitCode == 0 && r.Signal == 0 && r.Err == nil
+}
+
+// Task states reported by InspectTask.
+const (
+	TaskStateRunning = "running"
+	TaskStateExited  = "exited"
+)
+
+// TaskStatus is a driver's view of one task.
+type TaskStatus struct {
+	ID          string
+	Name        string
+	State       string // TaskStateRunning or TaskStateExited
+	PID         int
+	StartedAt   time.Time
+	CompletedAt time.Time
+	ExitResult  *ExitResult
+}
