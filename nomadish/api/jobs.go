@@ -1,0 +1,191 @@
+// Package api holds the Go HTTP client and the JSON wire types of the
+// GPUlayer HTTP API. Field names follow Nomad's API where the concept is the
+// same, and the JSON encoding is the default encoding/json one (the Go field
+// names), so the documents produced from these types decode into the
+// structs package's types of the same shape and back.
+package api
+
+import "time"
+
+// Job types accepted in Job.Type.
+const (
+	// JobTypeService is a long-running job that is restarted until stopped.
+	JobTypeService = "service"
+	// JobTypeBatch is a job whose tasks run to completion.
+	JobTypeBatch = "batch"
+)
+
+// Restart modes accepted in RestartPolicy.Mode.
+const (
+	// RestartPolicyModeFail fails the allocation once the attempts in the
+	// interval are used up.
+	RestartPolicyModeFail = "fail"
+	// RestartPolicyModeDelay waits until the interval has passed and then
+	// starts counting attempts again.
+	RestartPolicyModeDelay = "delay"
+)
+
+// Job is a unit of work submitted by a user: one or more task groups that are
+// placed on nodes together. The fields from Status on are read-only: the
+// server fills them and ignores what a client sends.
+type Job struct {
+	// ID is the unique identifier of the job within its namespace; the
+	// jobspec parser sets it to the job block's label.
+	ID string
+	// Name is the display name of the job; the jobspec parser sets it to the
+	// job block's label.
+	Name string
+	// Namespace is the namespace the job lives in; empty means the server's
+	// default namespace.
+	Namespace string
+	// Type is the scheduler type: "service" or "batch".
+	Type string
+	// Priority orders jobs for scheduling and preemption, 1 (lowest) to 100
+	// (highest).
+	Priority int
+	// Datacenters lists the datacenters the job may be placed in.
+	Datacenters []string
+	// Meta is free-form user metadata, visible to tasks and constraints.
+	Meta map[string]string
+	// Constraints restrict the nodes every task group of the job may use.
+	Constraints []*Constraint
+	// Affinities express node preferences for every task group of the job.
+	Affinities []*Affinity
+	// TaskGroups are the groups of tasks to place, in jobspec order.
+	TaskGroups []*TaskGroup
+
+	// Status is the job's lifecycle status ("pending", "running", "dead"),
+	// set by the server.
+	Status string
+	// StatusDescription explains Status in words, set by the server.
+	StatusDescription string
+	// Stop is true once the job has been asked to stop.
+	Stop bool
+	// Version counts the registrations of the job, starting at 0.
+	Version uint64
+	// SubmitTime is when the current version was submitted, in nanoseconds
+	// since the Unix epoch.
+	SubmitTime int64
+	// CreateIndex is the Raft index at which the job was created.
+	CreateIndex uint64
+	// ModifyIndex is the Raft index of the last change to the job,
+	// including status changes.
+	ModifyIndex uint64
+	// JobModifyIndex is the Raft index of the last change to the job's
+	// specification (a new registration).
+	JobModifyIndex uint64
+}
+
+// TaskGroup is a set of tasks that are always placed together on one node;
+// Count copies of it are placed.
+type TaskGroup struct {
+	// Name is the group's name, unique within the job.
+	Name string
+	// Count is the number of allocations of this group to run.
+	Count int
+	// Constraints restrict the nodes this group may use, in addition to the
+	// job's.
+	Constraints []*Constraint
+	// Affinities express node preferences for this group, in addition to
+	// the job's.
+	Affinities []*Affinity
+	// RestartPolicy says how the client restarts failed tasks of the group;
+	// nil means the server's default for the job type.
+	RestartPolicy *RestartPolicy
+	// Tasks are the group's tasks, in jobspec order.
+	Tasks []*Task
+	// Meta is free-form user metadata for the group.
+	Meta map[string]string
+}
+
+// Task is one process (or container) run by a driver.
+type Task struct {
+	// Name is the task's name, unique within the group.
+	Name string
+	// Driver names the driver that runs the task, e.g. "native" or "docker".
+	Driver string
+	// Config is the driver-specific configuration, with JSON-like values:
+	// string, float64 or int, bool, []interface{} and
+	// map[string]interface{}. After a JSON round trip numbers are float64.
+	Config map[string]interface{}
+	// Env holds environment variables set for the task, name to value.
+	Env map[string]string
+	// Resources is what the task needs from the node.
+	Resources *Resources
+	// Constraints restrict the nodes this task may use.
+	Constraints []*Constraint
+	// Affinities express node preferences for this task.
+	Affinities []*Affinity
+	// Meta is free-form user metadata for the task.
+	Meta map[string]string
+	// KillTimeout is how long the client waits after KillSignal before it
+	// kills the task forcefully; it encodes in JSON as integer nanoseconds.
+	KillTimeout time.Duration
+	// KillSignal is the signal sent to stop the task, e.g. "SIGTERM"; empty
+	// means the driver's default.
+	KillSignal string
+}
+
+// Resources is what a task needs from a node.
+type Resources struct {
+	// CPU is the CPU share in MHz.
+	CPU int
+	// MemoryMB is the memory limit in MiB.
+	MemoryMB int
+	// Devices are the devices (such as GPUs) the task needs.
+	Devices []*RequestedDevice
+}
+
+// RequestedDevice asks for Count instances of a device kind.
+type RequestedDevice struct {
+	// Name is "vendor/type" or "vendor/type/model", e.g. "nvidia/gpu" or
+	// "nvidia/gpu/H100", or just "type" such as "gpu".
+	Name string
+	// Count is the number of device instances wanted.
+	Count int
+	// Constraints restrict which device groups qualify, e.g. on
+	// "${device.attr.memory}".
+	Constraints []*Constraint
+	// Affinities express preferences among qualifying device groups.
+	Affinities []*Affinity
+}
+
+// Constraint is a hard placement requirement: LTarget Operand RTarget must
+// hold. Targets are literal values or runtime interpolations such as
+// "${attr.kernel.name}", "${meta.rack}" or "${device.attr.memory}".
+type Constraint struct {
+	// LTarget is the left-hand side, usually an interpolation.
+	LTarget string
+	// RTarget is the right-hand side, usually a literal.
+	RTarget string
+	// Operand is the comparison, e.g. "=", "!=", ">=", "regexp", "version".
+	Operand string
+}
+
+// Affinity is a soft placement preference: nodes (or devices) for which
+// LTarget Operand RTarget holds score higher, by Weight.
+type Affinity struct {
+	// LTarget is the left-hand side, usually an interpolation.
+	LTarget string
+	// RTarget is the right-hand side, usually a literal.
+	RTarget string
+	// Operand is the comparison, as in Constraint.
+	Operand string
+	// Weight is the strength of the preference, -100 to 100; negative
+	// values repel.
+	Weight int
+}
+
+// RestartPolicy says how a client restarts the failed tasks of a group:
+// at most Attempts restarts within Interval, Delay apart. Durations encode
+// in JSON as integer nanoseconds.
+type RestartPolicy struct {
+	// Attempts is the number of restarts allowed within Interval.
+	Attempts int
+	// Interval is the window in which Attempts are counted.
+	Interval time.Duration
+	// Delay is the wait before each restart.
+	Delay time.Duration
+	// Mode is what happens once the attempts are used up: "fail" or "delay".
+	Mode string
+}

@@ -1,0 +1,74 @@
+package jobspec
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var fuzzDiagLine = regexp.MustCompile(`^fuzz\.hcl:\d+:\d+: \S`)
+
+// FuzzParse checks that Parse never panics, that every failure is an *Error
+// whose lines read "fuzz.hcl:line:col: message", and that every job it
+// returns encodes as JSON.
+func FuzzParse(f *testing.F) {
+	seeds, err := filepath.Glob("testdata/*.hcl")
+	if err != nil {
+		f.Fatal(err)
+	}
+	examples, err := filepath.Glob("../../examples/*.hcl")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, p := range append(seeds, examples...) {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(src)
+	}
+	for _, s := range []string{
+		"",
+		`job "a" { group "g" { count = 1.5 } }`,
+		`job "a" { type = "%{ if attr.x }y%{ endif }" }`,
+		`locals { a = local.a }` + "\n" + `job "a" {}`,
+		`job "a" { group "g" { task "t" { config { x = [for k, v in {a = 1} : "${k}${attr.y}"] } } } }`,
+		`job "a" { meta = { a = null } }`,
+		`variable "v" { type = list(number) }` + "\n" + `job "a" {}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		job, err := Parse("fuzz.hcl", src, nil)
+		if err != nil {
+			var perr *Error
+			if !errors.As(err, &perr) {
+				t.Fatalf("error is %T, want *Error: %v", err, err)
+			}
+			if job != nil {
+				t.Fatal("job returned with an error")
+			}
+			for _, d := range perr.Diagnostics {
+				if d.Summary == internalErrorSummary {
+					t.Fatalf("parser panicked: %s", d.Detail)
+				}
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				if !fuzzDiagLine.MatchString(line) {
+					t.Fatalf("line %q does not read file:line:col: message", line)
+				}
+			}
+			return
+		}
+		if job == nil {
+			t.Fatal("nil job without an error")
+		}
+		if _, err := json.Marshal(job); err != nil {
+			t.Fatalf("job does not encode as JSON: %v", err)
+		}
+	})
+}

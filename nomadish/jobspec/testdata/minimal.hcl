@@ -1,0 +1,7 @@
+job "minimal" {
+  group "g" {
+    task "t" {
+      driver = "native"
+    }
+  }
+}
