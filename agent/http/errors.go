@@ -1,0 +1,117 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// codedError is an error raised by the HTTP layer itself (a bad parameter,
+// a body too large) that carries its status code.
+type codedError struct {
+	code int
+	msg  string
+}
+
+func (e *codedError) Error() string { return e.msg }
+
+// badRequest returns a 400 error with a formatted message.
+func badRequest(format string, a ...any) error {
+	return &codedError{code: http.StatusBadRequest, msg: fmt.Sprintf(format, a...)}
+}
+
+// routeError describes a request the mux did not route.
+func routeError(status int, r *http.Request) error {
+	switch status {
+	case http.StatusMethodNotAllowed:
+		return &codedError{code: status, msg: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)}
+	case http.StatusNotFound, 0:
+		return &codedError{code: http.StatusNotFound, msg: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path)}
+	default:
+		return &codedError{code: status, msg: http.StatusText(status)}
+	}
+}
+
+// statusFor maps an error to an HTTP status: the layer's own codes first,
+// then the structs sentinels by errors.Is, else 500.
+func statusFor(err error) int {
+	var ce *codedError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &ce):
+		return ce.code
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge
+	case errors.Is(err, structs.ErrNotFound):
+		return http.StatusNotFound
+	case errors.Is(err, structs.ErrInvalid):
+		return http.StatusBadRequest
+	case errors.Is(err, structs.ErrPermissionDenied):
+		return http.StatusForbidden
+	case errors.Is(err, structs.ErrNotLeader), errors.Is(err, structs.ErrNoLeader):
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// errorResponse is the JSON body of every error answer.
+type errorResponse struct {
+	Error string `json:"error"`
+}
+
+// writeError answers with the status for err and {"error": "..."}. Server
+// errors (5xx) are logged at warn level.
+func (h *handler) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	code := statusFor(err)
+	if code >= 500 {
+		h.logger.Warn("request failed", "method", r.Method, "path", r.URL.Path, "status", code, "error", err)
+	}
+	writeJSON(w, code, errorResponse{Error: err.Error()})
+}
+
+// writeJSON answers with code and v encoded as indented JSON.
+func writeJSON(w http.ResponseWriter, code int, v interface{}) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	// The status is sent; an encode error can only be a broken connection.
+	_ = enc.Encode(v)
+}
+
+// decodeBody reads a JSON request body of at most maxBody bytes into v. A
+// body too large yields an *http.MaxBytesError (413); an empty or malformed
+// body a 400 error naming the problem.
+func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v interface{}) error {
+	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &mbe):
+			return fmt.Errorf("request body larger than %d bytes: %w", mbe.Limit, err)
+		case err.Error() == "EOF":
+			return badRequest("request body is empty; want a JSON object")
+		case errors.As(err, &se):
+			return badRequest("malformed JSON body at byte %d: %v", se.Offset, err)
+		case errors.As(err, &te):
+			return badRequest("malformed JSON body: field %q: cannot use a JSON %s as %s", te.Field, te.Value, te.Type)
+		default:
+			return badRequest("malformed JSON body: %v", err)
+		}
+	}
+	// Trailing data after the object is also malformed.
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err == nil {
+		return badRequest("malformed JSON body: data after the JSON object")
+	} else if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		return fmt.Errorf("request body larger than %d bytes: %w", mbe.Limit, err)
+	}
+	return nil
+}

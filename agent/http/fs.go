@@ -1,0 +1,202 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// headerForwarded marks a log request one agent proxied to another, so the
+// receiving agent never proxies it again.
+const headerForwarded = "X-Gpulayer-Forwarded"
+
+// logChunkBytes is the read size of a log stream; each chunk read is
+// written and flushed at once.
+const logChunkBytes = 32 << 10
+
+// logsRequest is a parsed /v1/client/fs/logs request.
+type logsRequest struct {
+	allocID string
+	task    string
+	logType string
+	follow  bool
+}
+
+// parseLogsRequest reads ?task=, ?type=stdout|stderr (default stdout),
+// ?follow and ?plain. Only plain=true (raw bytes) is served: Nomad's framed
+// JSON stream is not implemented, and a request without plain=true is a 400
+// error saying so.
+func parseLogsRequest(r *http.Request) (*logsRequest, error) {
+	plain, err := parseBool(r, "plain")
+	if err != nil {
+		return nil, err
+	}
+	if !plain {
+		return nil, badRequest("plain=true is required: logs are served as raw text only")
+	}
+	follow, err := parseBool(r, "follow")
+	if err != nil {
+		return nil, err
+	}
+	lr := &logsRequest{allocID: r.PathValue("alloc"), task: r.URL.Query().Get("task"), follow: follow}
+	switch t := r.URL.Query().Get("type"); t {
+	case "", "stdout":
+		lr.logType = "stdout"
+	case "stderr":
+		lr.logType = "stderr"
+	default:
+		return nil, badRequest("invalid type parameter %q: want stdout or stderr", t)
+	}
+	return lr, nil
+}
+
+// fsLogs handles GET /v1/client/fs/logs/{alloc}. It streams the task's log
+// as text/plain, flushing after every chunk. When the allocation runs on
+// another node, the request is proxied to that node's agent (HTTPAddr). The
+// task may be omitted when the allocation's group has exactly one task.
+func (h *handler) fsLogs(w http.ResponseWriter, r *http.Request) {
+	lr, err := parseLogsRequest(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	alloc, _, err := h.srv.AllocGet(r.Context(), lr.allocID, &structs.QueryOptions{AllowStale: true})
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if lr.task == "" {
+		if lr.task, err = onlyTask(alloc); err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+	}
+	if h.client != nil {
+		if n := h.client.Node(); n != nil && n.ID == alloc.NodeID {
+			h.streamLocal(w, r, lr)
+			return
+		}
+	}
+	if r.Header.Get(headerForwarded) != "" {
+		h.writeError(w, r, fmt.Errorf("allocation %q does not run on this agent's node: %w", alloc.ID, structs.ErrNotFound))
+		return
+	}
+	h.proxyLogs(w, r, alloc, lr)
+}
+
+// onlyTask returns the name of the allocation's only task, or a 400 error
+// listing the tasks when there are several.
+func onlyTask(alloc *structs.Allocation) (string, error) {
+	if alloc.Job == nil {
+		return "", badRequest("task parameter is required")
+	}
+	tg := alloc.Job.LookupTaskGroup(alloc.TaskGroup)
+	if tg == nil {
+		return "", badRequest("task parameter is required")
+	}
+	if len(tg.Tasks) == 1 && tg.Tasks[0] != nil {
+		return tg.Tasks[0].Name, nil
+	}
+	names := make([]string, 0, len(tg.Tasks))
+	for _, t := range tg.Tasks {
+		if t != nil {
+			names = append(names, t.Name)
+		}
+	}
+	return "", badRequest("task parameter is required: group %q has tasks %s", tg.Name, strings.Join(names, ", "))
+}
+
+// streamLocal copies the local client's log stream to w.
+func (h *handler) streamLocal(w http.ResponseWriter, r *http.Request, lr *logsRequest) {
+	rc, err := h.client.AllocLogs(r.Context(), lr.allocID, lr.task, lr.logType, lr.follow)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	defer rc.Close()
+	// A reader blocked in Read ends when the request is canceled.
+	stop := context.AfterFunc(r.Context(), func() { rc.Close() })
+	defer stop()
+	h.stream(w, rc, http.StatusOK)
+}
+
+// stream writes status and copies src to w, flushing after every chunk,
+// until src ends or the client goes away.
+func (h *handler) stream(w http.ResponseWriter, src io.Reader, status int) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	rc := http.NewResponseController(w)
+	_ = rc.Flush()
+	buf := make([]byte, logChunkBytes)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
+				return
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
+				h.logger.Debug("log stream ended", "error", err)
+			}
+			return
+		}
+	}
+}
+
+// proxyLogs forwards the request to the agent of the allocation's node and
+// streams its answer back unchanged (status and body).
+func (h *handler) proxyLogs(w http.ResponseWriter, r *http.Request, alloc *structs.Allocation, lr *logsRequest) {
+	node, _, err := h.srv.NodeGet(r.Context(), alloc.NodeID, &structs.QueryOptions{AllowStale: true})
+	if err != nil {
+		h.writeError(w, r, fmt.Errorf("node %q of allocation %q: %w", alloc.NodeID, alloc.ID, err))
+		return
+	}
+	if node.HTTPAddr == "" {
+		h.writeError(w, r, fmt.Errorf("node %q has no HTTP address to read logs from", node.ID))
+		return
+	}
+	addr := node.HTTPAddr
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	params := url.Values{}
+	params.Set("task", lr.task)
+	params.Set("type", lr.logType)
+	params.Set("follow", fmt.Sprint(lr.follow))
+	params.Set("plain", "true")
+	target := strings.TrimSuffix(addr, "/") + "/v1/client/fs/logs/" + url.PathEscape(alloc.ID) + "?" + params.Encode()
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, target, nil)
+	if err != nil {
+		h.writeError(w, r, fmt.Errorf("proxy logs to node %q: %w", node.ID, err))
+		return
+	}
+	req.Header.Set(headerForwarded, "1")
+	if tok := r.Header.Get("X-Gpulayer-Token"); tok != "" {
+		req.Header.Set("X-Gpulayer-Token", tok)
+	}
+	h.logger.Debug("proxying logs", "alloc_id", alloc.ID, "node_id", node.ID, "addr", node.HTTPAddr)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.writeError(w, r, fmt.Errorf("proxy logs to node %q at %s: %w", node.ID, node.HTTPAddr, err))
+		return
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		w.WriteHeader(resp.StatusCode)
+		_, _ = io.Copy(w, io.LimitReader(resp.Body, 64<<10))
+		return
+	}
+	h.stream(w, resp.Body, http.StatusOK)
+}

@@ -1,0 +1,139 @@
+package http
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/gpulayer/gpulayer/nomadish/jobspec"
+)
+
+// defaultParseFilename names a jobspec sent to /v1/jobs/parse without a
+// Filename, in error messages.
+const defaultParseFilename = "job.hcl"
+
+// jobRegister handles PUT|POST /v1/jobs with {"Job": {...}}.
+func (h *handler) jobRegister(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	var req api.JobRegisterRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		return nil, err
+	}
+	if req.Job == nil {
+		return nil, badRequest("request body has no Job; want {\"Job\": {...}}")
+	}
+	job, err := jobToStructs(req.Job)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h.srv.JobRegister(r.Context(), job)
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, resp.Index)
+	return resp, nil
+}
+
+// jobParse handles POST /v1/jobs/parse with {"JobHCL": "...",
+// "Variables": {...}, "Filename": "..."} and answers the parsed job. A parse
+// error is 400 with "file:line:col: message" lines.
+func (h *handler) jobParse(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	var req api.JobsParseRequest
+	if err := h.decodeBody(w, r, &req); err != nil {
+		return nil, err
+	}
+	if req.JobHCL == "" {
+		return nil, badRequest("request body has no JobHCL; want {\"JobHCL\": \"job \\\"x\\\" {...}\"}")
+	}
+	name := req.Filename
+	if name == "" {
+		name = defaultParseFilename
+	}
+	job, err := jobspec.Parse(name, []byte(req.JobHCL), req.Variables)
+	if err != nil {
+		var perr *jobspec.Error
+		if errors.As(err, &perr) {
+			return nil, badRequest("%s", perr.Error())
+		}
+		return nil, badRequest("parse %s: %v", name, err)
+	}
+	return job, nil
+}
+
+// jobList handles GET /v1/jobs (?prefix, blocking).
+func (h *handler) jobList(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	q, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	jobs, meta, err := h.srv.JobList(r.Context(), q)
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, meta)
+	return nonNil(jobs), nil
+}
+
+// jobGet handles GET /v1/job/{id} (blocking).
+func (h *handler) jobGet(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	q, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	job, meta, err := h.srv.JobGet(r.Context(), r.PathValue("id"), q)
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, meta)
+	return job, nil
+}
+
+// jobDeregister handles DELETE /v1/job/{id} (?purge=true).
+func (h *handler) jobDeregister(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	purge, err := parseBool(r, "purge")
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h.srv.JobDeregister(r.Context(), r.PathValue("id"), purge)
+	if err != nil {
+		return nil, err
+	}
+	setIndex(w, resp.Index)
+	return resp, nil
+}
+
+// jobAllocations handles GET /v1/job/{id}/allocations (blocking).
+func (h *handler) jobAllocations(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	q, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	allocs, meta, err := h.srv.JobAllocations(r.Context(), r.PathValue("id"), q)
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, meta)
+	return nonNil(allocs), nil
+}
+
+// jobEvaluations handles GET /v1/job/{id}/evaluations (blocking).
+func (h *handler) jobEvaluations(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	q, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	evals, meta, err := h.srv.JobEvaluations(r.Context(), r.PathValue("id"), q)
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, meta)
+	return nonNil(evals), nil
+}
+
+// nonNil returns s, or an empty slice for nil, so lists encode as [] and
+// never as null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

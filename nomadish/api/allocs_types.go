@@ -1,0 +1,115 @@
+package api
+
+// Allocation desired statuses, set by the scheduler.
+const (
+	AllocDesiredStatusRun   = "run"
+	AllocDesiredStatusStop  = "stop"
+	AllocDesiredStatusEvict = "evict"
+)
+
+// Allocation client statuses, reported by the client.
+const (
+	AllocClientStatusPending  = "pending"
+	AllocClientStatusRunning  = "running"
+	AllocClientStatusComplete = "complete"
+	AllocClientStatusFailed   = "failed"
+	AllocClientStatusLost     = "lost"
+)
+
+// Task states.
+const (
+	TaskStatePending = "pending"
+	TaskStateRunning = "running"
+	TaskStateDead    = "dead"
+)
+
+// Allocation is one placement of a task group on a node.
+type Allocation struct {
+	ID        string
+	Namespace string
+	EvalID    string
+	// Name is "job.group[index]".
+	Name      string
+	NodeID    string
+	NodeName  string
+	JobID     string
+	Job       *Job
+	TaskGroup string
+
+	AllocatedResources *AllocatedResources
+
+	DesiredStatus      string
+	DesiredDescription string
+	ClientStatus       string
+	ClientDescription  string
+	TaskStates         map[string]*TaskState
+
+	// PreviousAllocation is the allocation this one replaces, if any.
+	PreviousAllocation string
+
+	CreateIndex      uint64
+	ModifyIndex      uint64
+	AllocModifyIndex uint64
+	// CreateTime and ModifyTime are Unix nanoseconds.
+	CreateTime int64
+	ModifyTime int64
+}
+
+// AllocatedResources is what the plan gave an allocation, per task name.
+type AllocatedResources struct {
+	Tasks map[string]*AllocatedTaskResources
+}
+
+// AllocatedTaskResources is one task's share: CPU in MHz, memory in MiB and
+// the exact device instances.
+type AllocatedTaskResources struct {
+	CPU      int64
+	MemoryMB int64
+	Devices  []*AllocatedDeviceResource
+}
+
+// AllocatedDeviceResource names the exact device instances a task holds
+// from one device group.
+type AllocatedDeviceResource struct {
+	Vendor    string
+	Type      string
+	Name      string
+	DeviceIDs []string
+}
+
+// ID returns "vendor/type/name".
+func (d *AllocatedDeviceResource) ID() string { return d.Vendor + "/" + d.Type + "/" + d.Name }
+
+// TaskState is a task's life on the client.
+type TaskState struct {
+	// State is "pending", "running" or "dead".
+	State    string
+	Failed   bool
+	ExitCode int
+	Restarts uint64
+	// StartedAt and FinishedAt are Unix nanoseconds (0 when not yet).
+	StartedAt  int64
+	FinishedAt int64
+	Events     []*TaskEvent
+}
+
+// TaskEvent is one step in a task's life.
+type TaskEvent struct {
+	Type string
+	// Time is Unix nanoseconds.
+	Time           int64
+	Message        string
+	DisplayMessage string
+	ExitCode       int
+	Signal         int
+	Details        map[string]string
+}
+
+// ClientTerminalStatus reports whether the client finished the allocation.
+func (a *Allocation) ClientTerminalStatus() bool {
+	switch a.ClientStatus {
+	case AllocClientStatusComplete, AllocClientStatusFailed, AllocClientStatusLost:
+		return true
+	}
+	return false
+}
