@@ -2,7 +2,6 @@ package structs
 
 import (
 	"fmt"
-	"maps"
 	"strings"
 )
 
@@ -128,15 +127,4 @@ func (d *AllocatedDeviceResource) Copy() *AllocatedDeviceResource {
 	n := *d
 	n.DeviceIDs = append([]string(nil), d.DeviceIDs...)
 	return &n
-}
-
-func copyAttributes(m map[string]*Attribute) map[string]*Attribute {
-	if m == nil {
-		return nil
-	}
-	out := maps.Clone(m)
-	for k, v := range out {
-		out[k] = v.Copy()
-	}
-	return out
 }

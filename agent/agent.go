@@ -1,0 +1,220 @@
+// Package agent is the gpulayer process: it reads the agent configuration,
+// starts the server and/or client roles and the HTTP API, and shuts them
+// down in order. In dev mode (-dev) both roles run in one process, bound to
+// loopback, and the client reaches the server in-process.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gpulayer/gpulayer/agent/client"
+	agenthttp "github.com/gpulayer/gpulayer/agent/http"
+	"github.com/gpulayer/gpulayer/server"
+)
+
+// Version is the agent's version, reported by /v1/agent/self.
+var Version = "0.1.0"
+
+// Agent is one running gpulayer process.
+type Agent struct {
+	config *Config
+	logger hclog.Logger
+
+	server *server.Server
+	client *client.Client
+
+	httpServer *http.Server
+	listener   net.Listener
+
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// New starts an agent from a merged, validated configuration: the server
+// (when enabled) first, then the HTTP API, then the client, which registers
+// its node with the server. On error everything already started is shut
+// down again. Errors wrap ErrConfig for bad configuration.
+func New(cfg *Config, logger hclog.Logger) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "gpulayer"
+		}
+		cfg.Name = host
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("%w: data_dir: %v", ErrConfig, err)
+	}
+	a := &Agent{config: cfg, logger: logger}
+	if err := a.start(); err != nil {
+		_ = a.Shutdown()
+		return nil, err
+	}
+	return a, nil
+}
+
+func (a *Agent) start() error {
+	cfg := a.config
+	if cfg.Server.Enabled {
+		srv, err := server.NewServer(&server.Config{
+			DataDir:         filepath.Join(cfg.DataDir, "server"),
+			NodeName:        cfg.Name,
+			RaftBindAddr:    cfg.RaftAddr(),
+			BootstrapExpect: cfg.Server.BootstrapExpect,
+			NumSchedulers:   cfg.Server.NumSchedulers,
+			DevMode:         cfg.DevMode,
+			Logger:          a.logger.Named("server"),
+		})
+		if err != nil {
+			return fmt.Errorf("start server: %w", err)
+		}
+		a.server = srv
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err = srv.WaitForLeader(ctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("server: waiting for a Raft leader: %w", err)
+		}
+	}
+
+	ln, err := net.Listen("tcp", cfg.HTTPAddr())
+	if err != nil {
+		return fmt.Errorf("http: listen on %s: %w", cfg.HTTPAddr(), err)
+	}
+	a.listener = ln
+
+	if cfg.Client.Enabled {
+		if a.server == nil {
+			return fmt.Errorf("%w: a client without a local server needs -servers, which this version does not support yet", ErrConfig)
+		}
+		devGPUs := -1
+		if cfg.Client.DevGPUs != nil {
+			devGPUs = *cfg.Client.DevGPUs
+		}
+		cl, err := client.NewClient(&client.Config{
+			DataDir:          filepath.Join(cfg.DataDir, "client"),
+			NodeName:         cfg.Name,
+			Datacenter:       cfg.Datacenter,
+			NodeClass:        cfg.Client.NodeClass,
+			HTTPAddr:         ln.Addr().String(),
+			Meta:             cfg.Client.Meta,
+			DevMode:          cfg.DevMode,
+			DevGPUs:          devGPUs,
+			Servers:          a.server,
+			Logger:           a.logger.Named("client"),
+			LogMaxFiles:      cfg.Client.LogMaxFiles,
+			LogMaxFileSizeMB: cfg.Client.LogMaxFileSizeMB,
+		})
+		if err != nil {
+			return fmt.Errorf("start client: %w", err)
+		}
+		a.client = cl
+	}
+
+	hcfg := agenthttp.Config{
+		Logger: a.logger.Named("http"),
+		Self:   a.self,
+	}
+	if a.server != nil {
+		hcfg.Server = a.server
+	}
+	if a.client != nil {
+		hcfg.Client = a.client
+	}
+	handler, err := agenthttp.New(hcfg)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	a.httpServer = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          a.logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	go func() {
+		if err := a.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.logger.Error("http server stopped", "error", err)
+		}
+	}()
+	a.logger.Info("agent started", "http_addr", ln.Addr().String(), "data_dir", cfg.DataDir,
+		"server", cfg.Server.Enabled, "client", cfg.Client.Enabled, "dev", cfg.DevMode)
+	return nil
+}
+
+// HTTPAddr returns the address the HTTP API listens on ("127.0.0.1:4656").
+func (a *Agent) HTTPAddr() string {
+	if a.listener == nil {
+		return ""
+	}
+	return a.listener.Addr().String()
+}
+
+// Shutdown stops the HTTP API, then the client (its tasks are stopped, not
+// reported as failed), then the server. It is safe to call more than once.
+func (a *Agent) Shutdown() error {
+	a.shutdownOnce.Do(func() {
+		var errs []error
+		if a.httpServer != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := a.httpServer.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("http: %w", err))
+			}
+			cancel()
+		} else if a.listener != nil {
+			_ = a.listener.Close()
+		}
+		if a.client != nil {
+			if err := a.client.Shutdown(); err != nil {
+				errs = append(errs, fmt.Errorf("client: %w", err))
+			}
+		}
+		if a.server != nil {
+			if err := a.server.Shutdown(); err != nil {
+				errs = append(errs, fmt.Errorf("server: %w", err))
+			}
+		}
+		a.shutdownErr = errors.Join(errs...)
+	})
+	return a.shutdownErr
+}
+
+// self describes the agent for GET /v1/agent/self.
+func (a *Agent) self() map[string]interface{} {
+	cfg := a.config
+	out := map[string]interface{}{
+		"Version":    Version,
+		"GoVersion":  runtime.Version(),
+		"Name":       cfg.Name,
+		"Datacenter": cfg.Datacenter,
+		"DataDir":    cfg.DataDir,
+		"DevMode":    cfg.DevMode,
+		"Server":     cfg.Server.Enabled,
+		"Client":     cfg.Client.Enabled,
+		"HTTPAddr":   a.HTTPAddr(),
+		"LogLevel":   strings.ToUpper(cfg.LogLevel),
+	}
+	if a.server != nil {
+		out["Leader"] = a.server.Leader()
+		out["Stats"] = a.server.Stats()
+	}
+	if a.client != nil {
+		if n := a.client.Node(); n != nil {
+			out["NodeID"] = n.ID
+		}
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+//go:build cgo && linux
+
+package devices
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// Detect lists the host's NVIDIA GPUs through NVML, grouped by model. It
+// returns an error wrapping ErrUnavailable when libnvidia-ml cannot be
+// loaded or initialised (no driver, no GPU), and nil groups with a nil
+// error when NVML works but reports no device. A device whose details
+// cannot be read is reported unhealthy with the reason. MIG is not
+// handled yet.
+func Detect() ([]*structs.DeviceGroup, error) {
+	if ret := nvml.Init(); ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, nvml.ErrorString(ret))
+	}
+	defer func() { _ = nvml.Shutdown() }()
+
+	driverVersion, ret := nvml.SystemGetDriverVersion()
+	if ret != nvml.SUCCESS {
+		driverVersion = "unknown"
+	}
+	cudaVersion := "unknown"
+	if v, ret := nvml.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
+		// NVML encodes CUDA 12.4 as 12040.
+		cudaVersion = fmt.Sprintf("%d.%d", v/1000, (v%1000)/10)
+	}
+	count, ret := nvml.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("%w: device count: %s", ErrUnavailable, nvml.ErrorString(ret))
+	}
+	var gpus []GPU
+	var broken []*structs.DeviceInstance
+	for i := 0; i < count; i++ {
+		g, err := readDevice(i)
+		if err != nil {
+			broken = append(broken, &structs.DeviceInstance{ID: fmt.Sprintf("GPU-index-%d", i), Healthy: false, HealthDescription: err.Error()})
+			continue
+		}
+		g.DriverVersion, g.CUDAVersion = driverVersion, cudaVersion
+		gpus = append(gpus, g)
+	}
+	groups := Group(gpus)
+	if len(broken) > 0 {
+		groups = append(groups, &structs.DeviceGroup{
+			Vendor:     structs.DeviceVendorNvidia,
+			Type:       structs.DeviceTypeGPU,
+			Name:       "Unreadable NVIDIA GPU",
+			Attributes: map[string]*structs.Attribute{},
+			Instances:  broken,
+		})
+	}
+	return groups, nil
+}
+
+func readDevice(i int) (GPU, error) {
+	dev, ret := nvml.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		return GPU{}, fmt.Errorf("device %d: handle: %s", i, nvml.ErrorString(ret))
+	}
+	var g GPU
+	if g.UUID, ret = dev.GetUUID(); ret != nvml.SUCCESS {
+		return GPU{}, fmt.Errorf("device %d: uuid: %s", i, nvml.ErrorString(ret))
+	}
+	if g.Name, ret = dev.GetName(); ret != nvml.SUCCESS {
+		return GPU{}, fmt.Errorf("device %d: name: %s", i, nvml.ErrorString(ret))
+	}
+	mem, ret := dev.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return GPU{}, fmt.Errorf("device %d: memory: %s", i, nvml.ErrorString(ret))
+	}
+	g.MemoryMiB = int64(mem.Total / (1024 * 1024))
+	if major, minor, ret := dev.GetCudaComputeCapability(); ret == nvml.SUCCESS {
+		g.ComputeCapability = fmt.Sprintf("%d.%d", major, minor)
+	}
+	if pci, ret := dev.GetPciInfo(); ret == nvml.SUCCESS {
+		g.PCIBusID = cString(pci.BusId[:])
+	}
+	return g, nil
+}
+
+// cString turns NVML's NUL-terminated int8 array into a string.
+func cString(b []int8) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		sb.WriteByte(byte(c))
+	}
+	return sb.String()
+}

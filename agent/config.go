@@ -1,0 +1,268 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// Default ports. They differ from Nomad's (4646-4648) so both can run on one
+// host.
+const (
+	DefaultHTTPPort = 4656
+	DefaultRaftPort = 4657
+	DefaultSerfPort = 4658
+)
+
+// ErrConfig is wrapped by every configuration error.
+var ErrConfig = errors.New("agent config")
+
+// Config is the agent's configuration: an HCL file (-config) merged with
+// command-line flags, flags winning. The zero value is not usable; start
+// from DefaultConfig or DevConfig.
+type Config struct {
+	// DataDir holds server/ (Raft log and snapshots) and client/ (allocation
+	// directories and the node ID). Default: $GPULAYER_HOME, else
+	// ~/.gpulayer. Created with mode 0700.
+	DataDir string `hcl:"data_dir,optional"`
+	// Name is this agent's node and server name. Default: the hostname.
+	Name string `hcl:"name,optional"`
+	// Datacenter of the client node. Default "dc1".
+	Datacenter string `hcl:"datacenter,optional"`
+	// BindAddr is the address every listener binds. Default "0.0.0.0",
+	// "127.0.0.1" in dev mode.
+	BindAddr string `hcl:"bind_addr,optional"`
+	// LogLevel is TRACE, DEBUG, INFO, WARN or ERROR. Default INFO.
+	LogLevel string `hcl:"log_level,optional"`
+
+	Ports  *Ports        `hcl:"ports,block"`
+	Server *ServerConfig `hcl:"server,block"`
+	Client *ClientConfig `hcl:"client,block"`
+
+	// DevMode runs server and client in one process bound to loopback.
+	DevMode bool
+}
+
+// Ports are the agent's listening ports.
+type Ports struct {
+	HTTP int `hcl:"http,optional"`
+	Raft int `hcl:"raft,optional"`
+	Serf int `hcl:"serf,optional"`
+}
+
+// ServerConfig enables and tunes the server role.
+type ServerConfig struct {
+	Enabled bool `hcl:"enabled,optional"`
+	// BootstrapExpect is how many servers to wait for before bootstrapping
+	// Raft. 1 (the default) runs a single server.
+	BootstrapExpect int `hcl:"bootstrap_expect,optional"`
+	// NumSchedulers is how many scheduler workers run. Default 2.
+	NumSchedulers int `hcl:"num_schedulers,optional"`
+}
+
+// ClientConfig enables and tunes the client role.
+type ClientConfig struct {
+	Enabled   bool              `hcl:"enabled,optional"`
+	NodeClass string            `hcl:"node_class,optional"`
+	Meta      map[string]string `hcl:"meta,optional"`
+	// DevGPUs is how many simulated NVIDIA GPUs a dev-mode client adds when
+	// it finds no real GPU. Nil means 2; 0 turns simulated GPUs off.
+	DevGPUs *int `hcl:"dev_gpus,optional"`
+	// LogMaxFiles and LogMaxFileSizeMB bound each task's rotated logs.
+	// Defaults 10 files of 10 MiB.
+	LogMaxFiles      int `hcl:"log_max_files,optional"`
+	LogMaxFileSizeMB int `hcl:"log_max_file_size_mb,optional"`
+}
+
+// DefaultConfig returns the defaults for a production agent (neither role
+// enabled until a flag or the file enables one).
+func DefaultConfig() *Config {
+	return &Config{
+		DataDir:    defaultDataDir(),
+		Datacenter: "dc1",
+		BindAddr:   "0.0.0.0",
+		LogLevel:   "INFO",
+		Ports:      &Ports{HTTP: DefaultHTTPPort, Raft: DefaultRaftPort, Serf: DefaultSerfPort},
+		Server:     &ServerConfig{BootstrapExpect: 1, NumSchedulers: 2},
+		Client:     &ClientConfig{LogMaxFiles: 10, LogMaxFileSizeMB: 10},
+	}
+}
+
+// DevConfig returns the dev-mode defaults: server and client in one
+// process, loopback only, state under the default data dir so a restart
+// keeps it.
+func DevConfig() *Config {
+	c := DefaultConfig()
+	c.DevMode = true
+	c.BindAddr = "127.0.0.1"
+	c.Server.Enabled = true
+	c.Client.Enabled = true
+	return c
+}
+
+func defaultDataDir() string {
+	if d := os.Getenv("GPULAYER_HOME"); d != "" {
+		return d
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".gpulayer")
+	}
+	return ".gpulayer"
+}
+
+// LoadConfigFile parses an agent config file written in HCL. Errors name
+// the file, line and column and wrap ErrConfig.
+func LoadConfigFile(path string) (*Config, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return ParseConfig(path, src)
+}
+
+// ParseConfig parses agent config HCL from src; filename is used in errors.
+func ParseConfig(filename string, src []byte) (*Config, error) {
+	f, diags := hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
+	if diags.HasErrors() {
+		return nil, diagError(diags)
+	}
+	var c Config
+	if diags := gohcl.DecodeBody(f.Body, nil, &c); diags.HasErrors() {
+		return nil, diagError(diags)
+	}
+	return &c, nil
+}
+
+func diagError(diags hcl.Diagnostics) error {
+	var lines []string
+	for _, d := range diags {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += ": " + d.Detail
+		}
+		if d.Subject != nil {
+			msg = fmt.Sprintf("%s:%d:%d: %s", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column, msg)
+		}
+		lines = append(lines, msg)
+	}
+	return fmt.Errorf("%w: %s", ErrConfig, strings.Join(lines, "\n"))
+}
+
+// Merge overlays the set fields of o onto c.
+func (c *Config) Merge(o *Config) {
+	if o == nil {
+		return
+	}
+	if o.DataDir != "" {
+		c.DataDir = o.DataDir
+	}
+	if o.Name != "" {
+		c.Name = o.Name
+	}
+	if o.Datacenter != "" {
+		c.Datacenter = o.Datacenter
+	}
+	if o.BindAddr != "" {
+		c.BindAddr = o.BindAddr
+	}
+	if o.LogLevel != "" {
+		c.LogLevel = o.LogLevel
+	}
+	if o.DevMode {
+		c.DevMode = true
+	}
+	if p := o.Ports; p != nil {
+		if p.HTTP != 0 {
+			c.Ports.HTTP = p.HTTP
+		}
+		if p.Raft != 0 {
+			c.Ports.Raft = p.Raft
+		}
+		if p.Serf != 0 {
+			c.Ports.Serf = p.Serf
+		}
+	}
+	if s := o.Server; s != nil {
+		c.Server.Enabled = c.Server.Enabled || s.Enabled
+		if s.BootstrapExpect != 0 {
+			c.Server.BootstrapExpect = s.BootstrapExpect
+		}
+		if s.NumSchedulers != 0 {
+			c.Server.NumSchedulers = s.NumSchedulers
+		}
+	}
+	if cl := o.Client; cl != nil {
+		c.Client.Enabled = c.Client.Enabled || cl.Enabled
+		if cl.NodeClass != "" {
+			c.Client.NodeClass = cl.NodeClass
+		}
+		if cl.Meta != nil {
+			c.Client.Meta = cl.Meta
+		}
+		if cl.DevGPUs != nil {
+			v := *cl.DevGPUs
+			c.Client.DevGPUs = &v
+		}
+		if cl.LogMaxFiles != 0 {
+			c.Client.LogMaxFiles = cl.LogMaxFiles
+		}
+		if cl.LogMaxFileSizeMB != 0 {
+			c.Client.LogMaxFileSizeMB = cl.LogMaxFileSizeMB
+		}
+	}
+}
+
+// Validate checks the merged configuration and names the bad field.
+func (c *Config) Validate() error {
+	var p []string
+	if !c.Server.Enabled && !c.Client.Enabled {
+		p = append(p, "neither server nor client is enabled: use -dev, -server or -client")
+	}
+	if c.DataDir == "" {
+		p = append(p, "data_dir: must not be empty")
+	}
+	if net.ParseIP(c.BindAddr) == nil {
+		p = append(p, fmt.Sprintf("bind_addr: %q is not an IP address", c.BindAddr))
+	}
+	for name, port := range map[string]int{"ports.http": c.Ports.HTTP, "ports.raft": c.Ports.Raft, "ports.serf": c.Ports.Serf} {
+		if port < 0 || port > 65535 {
+			p = append(p, fmt.Sprintf("%s: %d is not a port (0-65535)", name, port))
+		}
+	}
+	if c.Server.BootstrapExpect < 1 {
+		p = append(p, fmt.Sprintf("server.bootstrap_expect: must be at least 1, got %d", c.Server.BootstrapExpect))
+	}
+	if c.Client.DevGPUs != nil && (*c.Client.DevGPUs < 0 || *c.Client.DevGPUs > 64) {
+		p = append(p, fmt.Sprintf("client.dev_gpus: must be between 0 and 64, got %d", *c.Client.DevGPUs))
+	}
+	switch strings.ToUpper(c.LogLevel) {
+	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR":
+	default:
+		p = append(p, fmt.Sprintf("log_level: unknown level %q", c.LogLevel))
+	}
+	if len(p) > 0 {
+		return fmt.Errorf("%w: %s", ErrConfig, strings.Join(p, "; "))
+	}
+	return nil
+}
+
+// HTTPAddr returns "bind:port" for the HTTP API.
+func (c *Config) HTTPAddr() string {
+	return net.JoinHostPort(c.BindAddr, strconv.Itoa(c.Ports.HTTP))
+}
+
+// RaftAddr returns "bind:port" for Raft.
+func (c *Config) RaftAddr() string {
+	return net.JoinHostPort(c.BindAddr, strconv.Itoa(c.Ports.Raft))
+}

@@ -1,0 +1,152 @@
+package command
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/hashicorp/cli"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gpulayer/gpulayer/agent"
+)
+
+// AgentCommand runs a gpulayer agent: server, client or both (-dev).
+type AgentCommand struct {
+	Ui cli.Ui
+	// ShutdownCh, when set, stops the agent when it is closed or sent to
+	// (tests use it instead of signals).
+	ShutdownCh <-chan struct{}
+}
+
+// Help implements cli.Command.
+func (c *AgentCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: gpulayer agent [options]
+
+  Starts a gpulayer agent and runs until interrupted. With -dev it runs a
+  server and a client in one process bound to 127.0.0.1, keeps its state under
+  the data dir (so a restart loses nothing) and, when the host has no GPU,
+  adds two simulated NVIDIA GPUs so GPU jobs can run anywhere.
+
+Options:
+
+  -dev                 Server and client in one process, loopback only.
+  -server              Enable the server role.
+  -client              Enable the client role.
+  -config=FILE         Agent configuration file in HCL.
+  -data-dir=DIR        State directory (default $GPULAYER_HOME or ~/.gpulayer).
+  -bind=ADDR           Address to bind (default 0.0.0.0; 127.0.0.1 with -dev).
+  -http-port=PORT      HTTP API port (default 4656).
+  -raft-port=PORT      Raft port (default 4657).
+  -node=NAME           Node and server name (default: the hostname).
+  -dc=NAME             Datacenter of the client node (default dc1).
+  -node-class=NAME     Class of the client node.
+  -bootstrap-expect=N  Servers to wait for before bootstrapping (default 1).
+  -dev-gpus=N          Simulated GPUs when no real GPU is found in dev mode
+                       (default 2; 0 turns them off).
+  -log-level=LEVEL     TRACE, DEBUG, INFO, WARN or ERROR (default INFO).
+`)
+}
+
+// Synopsis implements cli.Command.
+func (c *AgentCommand) Synopsis() string { return "Runs a gpulayer agent (server, client, or both with -dev)" }
+
+// Run implements cli.Command.
+func (c *AgentCommand) Run(args []string) int {
+	cfg, err := c.readConfig(args)
+	if err != nil {
+		c.Ui.Error(err.Error())
+		return 1
+	}
+	level := hclog.LevelFromString(cfg.LogLevel)
+	logger := hclog.New(&hclog.LoggerOptions{
+		Name:   "agent",
+		Level:  level,
+		Output: os.Stderr,
+	})
+	a, err := agent.New(cfg, logger)
+	if err != nil {
+		c.Ui.Error(fmt.Sprintf("Error starting agent: %v", err))
+		return 1
+	}
+	c.Ui.Output(fmt.Sprintf("==> GPUlayer agent started! HTTP API on http://%s (data dir %s)", a.HTTPAddr(), cfg.DataDir))
+	if cfg.DevMode {
+		c.Ui.Output("==> Dev mode: server and client in one process. Try: gpulayer job run examples/hello-gpu.hcl")
+	}
+
+	sigCh := make(chan os.Signal, 4)
+	signal.Notify(sigCh, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigCh)
+	select {
+	case sig := <-sigCh:
+		c.Ui.Output(fmt.Sprintf("==> Caught signal %v, shutting down", sig))
+	case <-c.ShutdownCh:
+		c.Ui.Output("==> Shutting down")
+	}
+	if err := a.Shutdown(); err != nil {
+		c.Ui.Error(fmt.Sprintf("Error during shutdown: %v", err))
+		return 1
+	}
+	return 0
+}
+
+func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
+	flags := flag.NewFlagSet("agent", flag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	var (
+		dev, srv, cl                 bool
+		configFile, dataDir, bind    string
+		nodeName, dc, nodeClass, lvl string
+		httpPort, raftPort, expect   int
+		devGPUs                      = -1
+	)
+	flags.BoolVar(&dev, "dev", false, "")
+	flags.BoolVar(&srv, "server", false, "")
+	flags.BoolVar(&cl, "client", false, "")
+	flags.StringVar(&configFile, "config", "", "")
+	flags.StringVar(&dataDir, "data-dir", "", "")
+	flags.StringVar(&bind, "bind", "", "")
+	flags.StringVar(&nodeName, "node", "", "")
+	flags.StringVar(&dc, "dc", "", "")
+	flags.StringVar(&nodeClass, "node-class", "", "")
+	flags.StringVar(&lvl, "log-level", "", "")
+	flags.IntVar(&httpPort, "http-port", 0, "")
+	flags.IntVar(&raftPort, "raft-port", 0, "")
+	flags.IntVar(&expect, "bootstrap-expect", 0, "")
+	flags.IntVar(&devGPUs, "dev-gpus", -1, "")
+	if err := flags.Parse(args); err != nil {
+		return nil, fmt.Errorf("%v\n\n%s", err, c.Help())
+	}
+	if flags.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s\n\n%s", strings.Join(flags.Args(), " "), c.Help())
+	}
+
+	cfg := agent.DefaultConfig()
+	if dev {
+		cfg = agent.DevConfig()
+	}
+	if configFile != "" {
+		fileCfg, err := agent.LoadConfigFile(configFile)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Merge(fileCfg)
+	}
+	flagCfg := &agent.Config{
+		DataDir: dataDir, BindAddr: bind, Name: nodeName, Datacenter: dc, LogLevel: lvl,
+		Ports:  &agent.Ports{HTTP: httpPort, Raft: raftPort},
+		Server: &agent.ServerConfig{Enabled: srv, BootstrapExpect: expect},
+		Client: &agent.ClientConfig{Enabled: cl, NodeClass: nodeClass},
+	}
+	if devGPUs != -1 {
+		v := devGPUs
+		flagCfg.Client.DevGPUs = &v
+	}
+	cfg.Merge(flagCfg)
+	return cfg, cfg.Validate()
+}
