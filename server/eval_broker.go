@@ -76,6 +76,10 @@ type EvalBroker struct {
 	deliveries map[string]int
 	// delayed holds timers that re-enqueue nacked evaluations.
 	delayed map[string]*time.Timer
+	// requeue holds evaluations enqueued again while dequeued (a blocked
+	// evaluation unblocked before its worker acked it); Ack makes them
+	// ready again, Nack drops them (the nack re-delivers anyway).
+	requeue map[string]*structs.Evaluation
 	failed  []*structs.Evaluation
 	// changed is closed and replaced whenever a waiter may make progress.
 	changed chan struct{}
@@ -135,6 +139,7 @@ func (b *EvalBroker) resetLocked() {
 	b.pending = map[string]*evalHeap{}
 	b.deliveries = map[string]int{}
 	b.delayed = map[string]*time.Timer{}
+	b.requeue = map[string]*structs.Evaluation{}
 	b.failed = nil
 }
 
@@ -170,7 +175,9 @@ func jobKey(namespace, jobID string) string { return namespace + "\x00" + jobID 
 
 // Enqueue adds an evaluation. It is ignored while the broker is disabled,
 // for a terminal evaluation, and for an evaluation the broker already
-// tracks (so a retried enqueue is harmless).
+// tracks as ready, pending or waiting (so a retried enqueue is harmless).
+// An evaluation enqueued while it is dequeued is delivered again after its
+// Ack.
 func (b *EvalBroker) Enqueue(eval *structs.Evaluation) {
 	if eval == nil {
 		return
@@ -181,6 +188,9 @@ func (b *EvalBroker) Enqueue(eval *structs.Evaluation) {
 		return
 	}
 	if _, ok := b.deliveries[eval.ID]; ok {
+		if _, out := b.unack[eval.ID]; out {
+			b.requeue[eval.ID] = eval.Copy()
+		}
 		return
 	}
 	b.deliveries[eval.ID] = 0
@@ -312,6 +322,12 @@ func (b *EvalBroker) Ack(id, token string) error {
 	u.timer.Stop()
 	delete(b.unack, id)
 	delete(b.deliveries, id)
+	if again, ok := b.requeue[id]; ok {
+		delete(b.requeue, id)
+		b.deliveries[id] = 0
+		b.enqueueLocked(again)
+		return nil
+	}
 	b.releaseJobLocked(u.eval)
 	return nil
 }
@@ -351,6 +367,7 @@ func (b *EvalBroker) Nack(id, token string) error {
 	}
 	u.timer.Stop()
 	delete(b.unack, id)
+	delete(b.requeue, id)
 	n := b.deliveries[id]
 	if n >= b.cfg.DeliveryLimit {
 		delete(b.deliveries, id)

@@ -208,3 +208,24 @@ func TestEvalBroker_DisabledDropsAndFlushes(t *testing.T) {
 	}
 	b.SetEnabled(false)
 }
+
+func TestEvalBroker_RequeueWhileOutstanding(t *testing.T) {
+	b := NewEvalBroker(EvalBrokerConfig{})
+	b.SetEnabled(true)
+	defer b.SetEnabled(false)
+	b.Enqueue(testEval("e1", "job", 50, 1))
+	ev, tok := dequeueWithin(t, b, time.Second)
+	b.Enqueue(ev) // e.g. unblocked while its worker still holds it
+	expectEmpty(t, b)
+	if err := b.Ack(ev.ID, tok); err != nil {
+		t.Fatal(err)
+	}
+	again, tok2 := dequeueWithin(t, b, time.Second)
+	if again.ID != "e1" {
+		t.Fatalf("got %s want e1 again", again.ID)
+	}
+	if err := b.Ack(again.ID, tok2); err != nil {
+		t.Fatal(err)
+	}
+	expectEmpty(t, b)
+}
