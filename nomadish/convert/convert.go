@@ -1,0 +1,320 @@
+// Package convert translates jobs between the wire types of nomadish/api and
+// the domain types of structs. The two have the same shapes; the conversion
+// is explicit, field by field, so that a field added to one side without the
+// other fails to compile here or in the round-trip test instead of being
+// dropped silently. Results share no maps or slices with their input: driver
+// Config values are copied deeply.
+package convert
+
+import (
+	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// JobToStructs converts a wire job to the domain job, read-only fields
+// (Status, Version, Raft indexes...) included. It returns nil for nil.
+// Nil slices and maps stay nil and nil elements stay nil; it does not fill
+// defaults or validate (see structs.Job.Canonicalize and Validate).
+func JobToStructs(j *api.Job) *structs.Job {
+	if j == nil {
+		return nil
+	}
+	out := &structs.Job{
+		ID:                j.ID,
+		Name:              j.Name,
+		Namespace:         j.Namespace,
+		Type:              j.Type,
+		Priority:          j.Priority,
+		Datacenters:       cloneStrings(j.Datacenters),
+		Meta:              cloneStringMap(j.Meta),
+		Constraints:       constraintsToStructs(j.Constraints),
+		Affinities:        affinitiesToStructs(j.Affinities),
+		Stop:              j.Stop,
+		Status:            j.Status,
+		StatusDescription: j.StatusDescription,
+		Version:           j.Version,
+		SubmitTime:        j.SubmitTime,
+		CreateIndex:       j.CreateIndex,
+		ModifyIndex:       j.ModifyIndex,
+		JobModifyIndex:    j.JobModifyIndex,
+	}
+	if j.TaskGroups != nil {
+		out.TaskGroups = make([]*structs.TaskGroup, len(j.TaskGroups))
+		for i, tg := range j.TaskGroups {
+			out.TaskGroups[i] = taskGroupToStructs(tg)
+		}
+	}
+	return out
+}
+
+// JobFromStructs converts a domain job to its wire form, read-only fields
+// included. It returns nil for nil. Nil slices and maps stay nil.
+func JobFromStructs(j *structs.Job) *api.Job {
+	if j == nil {
+		return nil
+	}
+	out := &api.Job{
+		ID:                j.ID,
+		Name:              j.Name,
+		Namespace:         j.Namespace,
+		Type:              j.Type,
+		Priority:          j.Priority,
+		Datacenters:       cloneStrings(j.Datacenters),
+		Meta:              cloneStringMap(j.Meta),
+		Constraints:       constraintsFromStructs(j.Constraints),
+		Affinities:        affinitiesFromStructs(j.Affinities),
+		Stop:              j.Stop,
+		Status:            j.Status,
+		StatusDescription: j.StatusDescription,
+		Version:           j.Version,
+		SubmitTime:        j.SubmitTime,
+		CreateIndex:       j.CreateIndex,
+		ModifyIndex:       j.ModifyIndex,
+		JobModifyIndex:    j.JobModifyIndex,
+	}
+	if j.TaskGroups != nil {
+		out.TaskGroups = make([]*api.TaskGroup, len(j.TaskGroups))
+		for i, tg := range j.TaskGroups {
+			out.TaskGroups[i] = taskGroupFromStructs(tg)
+		}
+	}
+	return out
+}
+
+func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
+	if tg == nil {
+		return nil
+	}
+	out := &structs.TaskGroup{
+		Name:        tg.Name,
+		Count:       tg.Count,
+		Constraints: constraintsToStructs(tg.Constraints),
+		Affinities:  affinitiesToStructs(tg.Affinities),
+		Meta:        cloneStringMap(tg.Meta),
+	}
+	if rp := tg.RestartPolicy; rp != nil {
+		out.RestartPolicy = &structs.RestartPolicy{
+			Attempts: rp.Attempts,
+			Interval: rp.Interval,
+			Delay:    rp.Delay,
+			Mode:     rp.Mode,
+		}
+	}
+	if tg.Tasks != nil {
+		out.Tasks = make([]*structs.Task, len(tg.Tasks))
+		for i, t := range tg.Tasks {
+			out.Tasks[i] = taskToStructs(t)
+		}
+	}
+	return out
+}
+
+func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
+	if tg == nil {
+		return nil
+	}
+	out := &api.TaskGroup{
+		Name:        tg.Name,
+		Count:       tg.Count,
+		Constraints: constraintsFromStructs(tg.Constraints),
+		Affinities:  affinitiesFromStructs(tg.Affinities),
+		Meta:        cloneStringMap(tg.Meta),
+	}
+	if rp := tg.RestartPolicy; rp != nil {
+		out.RestartPolicy = &api.RestartPolicy{
+			Attempts: rp.Attempts,
+			Interval: rp.Interval,
+			Delay:    rp.Delay,
+			Mode:     rp.Mode,
+		}
+	}
+	if tg.Tasks != nil {
+		out.Tasks = make([]*api.Task, len(tg.Tasks))
+		for i, t := range tg.Tasks {
+			out.Tasks[i] = taskFromStructs(t)
+		}
+	}
+	return out
+}
+
+func taskToStructs(t *api.Task) *structs.Task {
+	if t == nil {
+		return nil
+	}
+	return &structs.Task{
+		Name:        t.Name,
+		Driver:      t.Driver,
+		Config:      cloneConfig(t.Config),
+		Env:         cloneStringMap(t.Env),
+		Resources:   resourcesToStructs(t.Resources),
+		Constraints: constraintsToStructs(t.Constraints),
+		Affinities:  affinitiesToStructs(t.Affinities),
+		Meta:        cloneStringMap(t.Meta),
+		KillTimeout: t.KillTimeout,
+		KillSignal:  t.KillSignal,
+	}
+}
+
+func taskFromStructs(t *structs.Task) *api.Task {
+	if t == nil {
+		return nil
+	}
+	return &api.Task{
+		Name:        t.Name,
+		Driver:      t.Driver,
+		Config:      cloneConfig(t.Config),
+		Env:         cloneStringMap(t.Env),
+		Resources:   resourcesFromStructs(t.Resources),
+		Constraints: constraintsFromStructs(t.Constraints),
+		Affinities:  affinitiesFromStructs(t.Affinities),
+		Meta:        cloneStringMap(t.Meta),
+		KillTimeout: t.KillTimeout,
+		KillSignal:  t.KillSignal,
+	}
+}
+
+func resourcesToStructs(r *api.Resources) *structs.Resources {
+	if r == nil {
+		return nil
+	}
+	out := &structs.Resources{CPU: r.CPU, MemoryMB: r.MemoryMB}
+	if r.Devices != nil {
+		out.Devices = make([]*structs.RequestedDevice, len(r.Devices))
+		for i, d := range r.Devices {
+			if d == nil {
+				continue
+			}
+			out.Devices[i] = &structs.RequestedDevice{
+				Name:        d.Name,
+				Count:       d.Count,
+				Constraints: constraintsToStructs(d.Constraints),
+				Affinities:  affinitiesToStructs(d.Affinities),
+			}
+		}
+	}
+	return out
+}
+
+func resourcesFromStructs(r *structs.Resources) *api.Resources {
+	if r == nil {
+		return nil
+	}
+	out := &api.Resources{CPU: r.CPU, MemoryMB: r.MemoryMB}
+	if r.Devices != nil {
+		out.Devices = make([]*api.RequestedDevice, len(r.Devices))
+		for i, d := range r.Devices {
+			if d == nil {
+				continue
+			}
+			out.Devices[i] = &api.RequestedDevice{
+				Name:        d.Name,
+				Count:       d.Count,
+				Constraints: constraintsFromStructs(d.Constraints),
+				Affinities:  affinitiesFromStructs(d.Affinities),
+			}
+		}
+	}
+	return out
+}
+
+func constraintsToStructs(cs []*api.Constraint) []*structs.Constraint {
+	if cs == nil {
+		return nil
+	}
+	out := make([]*structs.Constraint, len(cs))
+	for i, c := range cs {
+		if c != nil {
+			out[i] = &structs.Constraint{LTarget: c.LTarget, RTarget: c.RTarget, Operand: c.Operand}
+		}
+	}
+	return out
+}
+
+func constraintsFromStructs(cs []*structs.Constraint) []*api.Constraint {
+	if cs == nil {
+		return nil
+	}
+	out := make([]*api.Constraint, len(cs))
+	for i, c := range cs {
+		if c != nil {
+			out[i] = &api.Constraint{LTarget: c.LTarget, RTarget: c.RTarget, Operand: c.Operand}
+		}
+	}
+	return out
+}
+
+func affinitiesToStructs(as []*api.Affinity) []*structs.Affinity {
+	if as == nil {
+		return nil
+	}
+	out := make([]*structs.Affinity, len(as))
+	for i, a := range as {
+		if a != nil {
+			out[i] = &structs.Affinity{LTarget: a.LTarget, RTarget: a.RTarget, Operand: a.Operand, Weight: a.Weight}
+		}
+	}
+	return out
+}
+
+func affinitiesFromStructs(as []*structs.Affinity) []*api.Affinity {
+	if as == nil {
+		return nil
+	}
+	out := make([]*api.Affinity, len(as))
+	for i, a := range as {
+		if a != nil {
+			out[i] = &api.Affinity{LTarget: a.LTarget, RTarget: a.RTarget, Operand: a.Operand, Weight: a.Weight}
+		}
+	}
+	return out
+}
+
+func cloneStrings(s []string) []string {
+	if s == nil {
+		return nil
+	}
+	return append(make([]string, 0, len(s)), s...)
+}
+
+func cloneStringMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// cloneConfig copies a driver config deeply: nested map[string]interface{}
+// and []interface{} values are copied too; other values (strings, numbers,
+// booleans) are immutable and shared.
+func cloneConfig(m map[string]interface{}) map[string]interface{} {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]interface{}, len(m))
+	for k, v := range m {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v interface{}) interface{} {
+	switch v := v.(type) {
+	case map[string]interface{}:
+		return cloneConfig(v)
+	case []interface{}:
+		if v == nil {
+			return v
+		}
+		out := make([]interface{}, len(v))
+		for i, e := range v {
+			out[i] = cloneValue(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
