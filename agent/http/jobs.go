@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/gpulayer/gpulayer/nomadish/convert"
 	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 )
 
@@ -21,11 +22,7 @@ func (h *handler) jobRegister(w http.ResponseWriter, r *http.Request) (interface
 	if req.Job == nil {
 		return nil, badRequest("request body has no Job; want {\"Job\": {...}}")
 	}
-	job, err := jobToStructs(req.Job)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := h.srv.JobRegister(r.Context(), job)
+	resp, err := h.srv.JobRegister(r.Context(), convert.JobToStructs(req.Job))
 	if err != nil {
 		return nil, err
 	}
