@@ -1,0 +1,339 @@
+package fsm
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/gpulayer/gpulayer/state/statetest"
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/raft"
+)
+
+// TestApplyEachMessageType applies one entry of each type in a realistic
+// order and checks the state after each.
+func TestApplyEachMessageType(t *testing.T) {
+	tf := newTestFSM(t)
+	node := statetest.Node(2)
+	job := statetest.BatchJob(1)
+	eval := statetest.Eval(job)
+	alloc := statetest.Alloc(job, node)
+	alloc.EvalID = eval.ID
+
+	steps := []struct {
+		name      string
+		mt        structs.MessageType
+		msg       interface{}
+		wantErr   error
+		wantFreed bool
+		check     func(t *testing.T)
+	}{
+		{
+			name: "node register", mt: structs.NodeRegisterRequestType,
+			msg: &structs.NodeRegisterRequest{Node: node}, wantFreed: true,
+			check: func(t *testing.T) {
+				n, _ := tf.State().NodeByID(nil, node.ID)
+				if n == nil || n.CreateIndex != 1 || len(n.NodeResources.Devices[0].Instances) != 2 {
+					t.Fatalf("node = %+v", n)
+				}
+			},
+		},
+		{
+			name: "job register", mt: structs.JobRegisterRequestType,
+			msg: &structs.JobRegisterRequest{Job: job, Eval: eval},
+			check: func(t *testing.T) {
+				j, _ := tf.State().JobByID(nil, job.ID)
+				e, _ := tf.State().EvalByID(nil, eval.ID)
+				if j == nil || j.Status != structs.JobStatusPending || e == nil || e.CreateIndex != 2 {
+					t.Fatalf("job %+v eval %+v", j, e)
+				}
+			},
+		},
+		{
+			name: "plan results", mt: structs.ApplyPlanResultsRequestType,
+			msg: &structs.ApplyPlanResultsRequest{AllocsPlaced: []*structs.Allocation{alloc}, EvalID: eval.ID, UpdatedAt: 10},
+			check: func(t *testing.T) {
+				a, _ := tf.State().AllocByID(nil, alloc.ID)
+				j, _ := tf.State().JobByID(nil, job.ID)
+				if a == nil || a.AllocModifyIndex != 3 || len(a.DeviceIDs()) != 1 || j.Status != structs.JobStatusRunning {
+					t.Fatalf("alloc %+v job status %s", a, j.Status)
+				}
+			},
+		},
+		{
+			name: "eval update", mt: structs.EvalUpdateRequestType,
+			msg: &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{func() *structs.Evaluation {
+				e := eval.Copy()
+				e.Status = structs.EvalStatusComplete
+				return e
+			}()}},
+			check: func(t *testing.T) {
+				e, _ := tf.State().EvalByID(nil, eval.ID)
+				if e.Status != structs.EvalStatusComplete || e.ModifyIndex != 4 || e.CreateIndex != 2 {
+					t.Fatalf("eval = %+v", e)
+				}
+			},
+		},
+		{
+			name: "alloc client update running", mt: structs.AllocClientUpdateRequestType,
+			msg: &structs.AllocClientUpdateRequest{Allocs: []*structs.Allocation{{ID: alloc.ID, ClientStatus: structs.AllocClientStatusRunning}}, UpdatedAt: 20},
+			check: func(t *testing.T) {
+				a, _ := tf.State().AllocByID(nil, alloc.ID)
+				if a.ClientStatus != structs.AllocClientStatusRunning || a.ModifyTime != 20 {
+					t.Fatalf("alloc = %+v", a)
+				}
+			},
+		},
+		{
+			name: "alloc client update complete frees capacity", mt: structs.AllocClientUpdateRequestType,
+			msg: &structs.AllocClientUpdateRequest{
+				Allocs:    []*structs.Allocation{{ID: alloc.ID, ClientStatus: structs.AllocClientStatusComplete}},
+				Evals:     []*structs.Evaluation{statetest.Eval(job)},
+				UpdatedAt: 30,
+			},
+			wantFreed: true,
+			check: func(t *testing.T) {
+				evals, _ := tf.State().EvalsByJob(nil, job.ID)
+				if len(evals) != 2 {
+					t.Fatalf("evals = %d, want 2", len(evals))
+				}
+			},
+		},
+		{
+			name: "node down", mt: structs.NodeUpdateStatusRequestType,
+			msg: &structs.NodeUpdateStatusRequest{NodeID: node.ID, Status: structs.NodeStatusDown, UpdatedAt: 40},
+			check: func(t *testing.T) {
+				n, _ := tf.State().NodeByID(nil, node.ID)
+				if n.Status != structs.NodeStatusDown || n.StatusUpdatedAt != 40 {
+					t.Fatalf("node = %+v", n)
+				}
+			},
+		},
+		{
+			name: "node ready again frees capacity", mt: structs.NodeUpdateStatusRequestType,
+			msg:       &structs.NodeUpdateStatusRequest{NodeID: node.ID, Status: structs.NodeStatusReady, UpdatedAt: 50},
+			wantFreed: true,
+		},
+		{
+			name: "node heartbeat while ready frees nothing", mt: structs.NodeUpdateStatusRequestType,
+			msg: &structs.NodeUpdateStatusRequest{NodeID: node.ID, Status: structs.NodeStatusReady, UpdatedAt: 60},
+		},
+		{
+			name: "job stop", mt: structs.JobDeregisterRequestType,
+			msg: &structs.JobDeregisterRequest{JobID: job.ID, Eval: statetest.Eval(job)},
+			check: func(t *testing.T) {
+				j, _ := tf.State().JobByID(nil, job.ID)
+				if j == nil || !j.Stop || j.Status != structs.JobStatusDead || j.Version != 1 {
+					t.Fatalf("job = %+v", j)
+				}
+			},
+		},
+		{
+			name: "deregister missing job", mt: structs.JobDeregisterRequestType,
+			msg:     &structs.JobDeregisterRequest{JobID: "missing", Eval: statetest.Eval(job)},
+			wantErr: structs.ErrNotFound,
+		},
+		{
+			name: "job purge", mt: structs.JobDeregisterRequestType,
+			msg: &structs.JobDeregisterRequest{JobID: job.ID, Purge: true, Eval: statetest.Eval(job)}, wantFreed: true,
+			check: func(t *testing.T) {
+				j, _ := tf.State().JobByID(nil, job.ID)
+				evals, _ := tf.State().EvalsByJob(nil, job.ID)
+				if j != nil || len(evals) != 4 {
+					t.Fatalf("job %v, %d evals", j, len(evals))
+				}
+			},
+		},
+		{
+			name: "eval delete", mt: structs.EvalDeleteRequestType,
+			msg: &structs.EvalDeleteRequest{Evals: []string{eval.ID}, Allocs: []string{alloc.ID}},
+			check: func(t *testing.T) {
+				e, _ := tf.State().EvalByID(nil, eval.ID)
+				a, _ := tf.State().AllocByID(nil, alloc.ID)
+				if e != nil || a != nil {
+					t.Fatalf("eval %v alloc %v still there", e, a)
+				}
+			},
+		},
+		{
+			name: "node deregister", mt: structs.NodeDeregisterRequestType,
+			msg: &structs.NodeDeregisterRequest{NodeID: node.ID},
+			check: func(t *testing.T) {
+				if n, _ := tf.State().NodeByID(nil, node.ID); n != nil {
+					t.Fatal("node still there")
+				}
+			},
+		},
+		{
+			name: "node deregister missing", mt: structs.NodeDeregisterRequestType,
+			msg: &structs.NodeDeregisterRequest{NodeID: node.ID}, wantErr: structs.ErrNotFound,
+		},
+		{
+			name: "job register without job", mt: structs.JobRegisterRequestType,
+			msg: &structs.JobRegisterRequest{}, wantErr: structs.ErrInvalid,
+		},
+	}
+	for i, st := range steps {
+		index := uint64(i + 1)
+		ok := t.Run(st.name, func(t *testing.T) {
+			before := tf.hash(t)
+			freedBefore := len(tf.freedIndexes())
+			resp := tf.applyMsg(t, index, st.mt, st.msg)
+			if st.wantErr != nil {
+				err, _ := resp.(error)
+				if !errors.Is(err, st.wantErr) {
+					t.Fatalf("response = %v, want %v", resp, st.wantErr)
+				}
+				if tf.hash(t) != before {
+					t.Fatal("a failed entry changed the state")
+				}
+			} else if resp != nil {
+				t.Fatalf("response = %v", resp)
+			}
+			freed := tf.freedIndexes()
+			gotFreed := len(freed) > freedBefore
+			if gotFreed != st.wantFreed {
+				t.Fatalf("OnCapacityFreed called = %v, want %v (calls %v)", gotFreed, st.wantFreed, freed)
+			}
+			if gotFreed && freed[len(freed)-1] != index {
+				t.Fatalf("OnCapacityFreed index = %d, want %d", freed[len(freed)-1], index)
+			}
+			if st.check != nil {
+				st.check(t)
+			}
+		})
+		if !ok {
+			t.FailNow()
+		}
+	}
+	if every := registeredTypes(); len(every) != 9 {
+		t.Fatalf("registered types = %v", every)
+	}
+}
+
+func registeredTypes() []structs.MessageType {
+	var out []structs.MessageType
+	for mt := range commands {
+		out = append(out, mt)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestApplyUnknownAndMalformed(t *testing.T) {
+	cases := []struct {
+		name    string
+		data    []byte
+		wantErr error // nil: skipped without error
+	}{
+		{"empty", nil, ErrEmptyMessage},
+		{"unknown type", []byte{77, 0x80}, ErrUnknownMessageType},
+		{"unknown type with ignore flag", []byte{byte(structs.IgnoreUnknownTypeFlag | 77), 0x80}, nil},
+		{"malformed body", []byte{byte(structs.JobRegisterRequestType), 0xc1, 0xff}, structs.ErrDecode},
+		{"truncated body", []byte{byte(structs.NodeRegisterRequestType), 0x81, 0xa4, 'N', 'o'}, structs.ErrDecode},
+		{"wrong shape", []byte{byte(structs.EvalUpdateRequestType), 0x81, 0xa5, 'E', 'v', 'a', 'l', 's', 0x05}, structs.ErrDecode},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tf := newTestFSM(t)
+			before := tf.hash(t)
+			resp := tf.RaftFSM().Apply(&raft.Log{Index: 1, Type: raft.LogCommand, Data: c.data})
+			if c.wantErr == nil {
+				if resp != nil {
+					t.Fatalf("response = %v, want nil", resp)
+				}
+			} else if err, _ := resp.(error); !errors.Is(err, c.wantErr) {
+				t.Fatalf("response = %v, want %v", resp, c.wantErr)
+			}
+			if tf.hash(t) != before {
+				t.Fatal("state changed")
+			}
+		})
+	}
+}
+
+func TestApplyKnownTypeWithIgnoreFlag(t *testing.T) {
+	tf := newTestFSM(t)
+	node := statetest.Node(0)
+	resp := tf.applyMsg(t, 1, structs.NodeRegisterRequestType|structs.IgnoreUnknownTypeFlag, &structs.NodeRegisterRequest{Node: node})
+	if resp != nil {
+		t.Fatalf("response = %v", resp)
+	}
+	if n, _ := tf.State().NodeByID(nil, node.ID); n == nil {
+		t.Fatal("a known type with the ignore flag was not applied")
+	}
+}
+
+func TestApplyMalformedObjectsDoNotPanic(t *testing.T) {
+	job := statetest.Job()
+	node := statetest.Node(1)
+	node.Drivers["bad"] = nil
+	alloc := statetest.Alloc(job, statetest.Node(0))
+	alloc.AllocatedResources.Tasks["bad"] = nil
+	cases := []struct {
+		name string
+		mt   structs.MessageType
+		msg  interface{}
+	}{
+		{"node with nil driver", structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node}},
+		{"nil node", structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{}},
+		{"alloc with nil task resources", structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{AllocsPlaced: []*structs.Allocation{alloc}}},
+		{"nil eval", structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{nil}}},
+		{"register with eval without ID", structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Eval: &structs.Evaluation{}}},
+		{"client update nil alloc", structs.AllocClientUpdateRequestType, &structs.AllocClientUpdateRequest{Allocs: []*structs.Allocation{nil}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tf := newTestFSM(t)
+			before := tf.hash(t)
+			resp := tf.applyMsg(t, 1, c.mt, c.msg)
+			if err, _ := resp.(error); !errors.Is(err, structs.ErrInvalid) {
+				t.Fatalf("response = %v, want ErrInvalid", resp)
+			}
+			if tf.hash(t) != before {
+				t.Fatal("a rejected entry changed the state")
+			}
+		})
+	}
+}
+
+func TestRegisterTwicePanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("registering a type twice did not panic")
+		}
+	}()
+	register(structs.NodeRegisterRequestType, (*FSM).applyNodeRegister)
+}
+
+func TestDecodeMessageRoundTrip(t *testing.T) {
+	for mt, msg := range seedMessages() {
+		buf, err := structs.Encode(mt, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, req, err := DecodeMessage(buf)
+		if err != nil || got != mt || req == nil {
+			t.Fatalf("%s: type %s req %T err %v", mt, got, req, err)
+		}
+	}
+}
+
+// seedMessages returns one valid request per message type.
+func seedMessages() map[structs.MessageType]interface{} {
+	job := statetest.BatchJob(1)
+	node := statetest.Node(1)
+	alloc := statetest.Alloc(job, node)
+	eval := statetest.Eval(job)
+	return map[structs.MessageType]interface{}{
+		structs.NodeRegisterRequestType:      &structs.NodeRegisterRequest{Node: node},
+		structs.NodeDeregisterRequestType:    &structs.NodeDeregisterRequest{NodeID: node.ID},
+		structs.NodeUpdateStatusRequestType:  &structs.NodeUpdateStatusRequest{NodeID: node.ID, Status: structs.NodeStatusDown, UpdatedAt: 1, Evals: []*structs.Evaluation{eval}},
+		structs.JobRegisterRequestType:       &structs.JobRegisterRequest{Job: job, Eval: eval},
+		structs.JobDeregisterRequestType:     &structs.JobDeregisterRequest{JobID: job.ID, Purge: true, Eval: eval},
+		structs.EvalUpdateRequestType:        &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}},
+		structs.EvalDeleteRequestType:        &structs.EvalDeleteRequest{Evals: []string{eval.ID}, Allocs: []string{alloc.ID}},
+		structs.ApplyPlanResultsRequestType:  &structs.ApplyPlanResultsRequest{AllocsPlaced: []*structs.Allocation{alloc}, Evals: []*structs.Evaluation{eval}, UpdatedAt: 2},
+		structs.AllocClientUpdateRequestType: &structs.AllocClientUpdateRequest{Allocs: []*structs.Allocation{{ID: alloc.ID, ClientStatus: "running"}}, UpdatedAt: 3},
+	}
+}

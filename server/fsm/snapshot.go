@@ -1,0 +1,308 @@
+package fsm
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/gpulayer/gpulayer/state"
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/hashicorp/raft"
+)
+
+// Snapshot format: the 8-byte magic SnapshotMagic, one byte
+// SnapshotFormatVersion, then records. A record is one record-type byte
+// followed by the msgpack of its object. The last record is
+// SnapshotRecordEnd, whose object is a snapshotTrailer counting the records
+// before it, so a snapshot cut short is refused rather than half-restored.
+const (
+	SnapshotMagic         = "GPULSNAP"
+	SnapshotFormatVersion = uint8(1)
+)
+
+// SnapshotRecordType is the first byte of each snapshot record. Values are
+// append-only. A reader skips record types it does not know.
+type SnapshotRecordType uint8
+
+// Snapshot record types.
+const (
+	SnapshotRecordJob   SnapshotRecordType = 1 // a *structs.Job
+	SnapshotRecordNode  SnapshotRecordType = 2 // a *structs.Node
+	SnapshotRecordAlloc SnapshotRecordType = 3 // a *structs.Allocation
+	SnapshotRecordEval  SnapshotRecordType = 4 // a *structs.Evaluation
+	SnapshotRecordIndex SnapshotRecordType = 5 // a *state.IndexEntry
+	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
+	SnapshotRecordEnd SnapshotRecordType = 255
+)
+
+// Errors returned by Restore, which leaves the current state untouched.
+var (
+	// ErrSnapshotFormat is returned for a wrong magic, another format
+	// version, or a snapshot without its end record (truncated).
+	ErrSnapshotFormat = errors.New("fsm: bad snapshot")
+)
+
+// snapshotTrailer is the object of SnapshotRecordEnd.
+type snapshotTrailer struct {
+	// Records counts the records written before the end record.
+	Records uint64
+}
+
+// fsmSnapshot is a point-in-time state snapshot waiting to be persisted.
+type fsmSnapshot struct {
+	snap   *state.StateSnapshot
+	logger hclog.Logger
+}
+
+// Snapshot captures the current state. It is cheap (a memdb snapshot);
+// Persist does the writing, concurrently with further Apply calls.
+func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
+	f := (*FSM)(r)
+	snap, err := f.State().Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("fsm: snapshot: %w", err)
+	}
+	return &fsmSnapshot{snap: snap, logger: f.logger}, nil
+}
+
+// Persist writes the snapshot to sink and closes it, or cancels the sink
+// and returns the error.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.write(sink); err != nil {
+		s.logger.Error("failed to persist snapshot", "error", err)
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+// Release is a no-op: the memdb snapshot is garbage-collected.
+func (s *fsmSnapshot) Release() {}
+
+func (s *fsmSnapshot) write(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	sw := &snapshotWriter{w: bw}
+	if _, err := bw.WriteString(SnapshotMagic); err != nil {
+		return err
+	}
+	if err := bw.WriteByte(SnapshotFormatVersion); err != nil {
+		return err
+	}
+	if err := writeState(sw, s.snap); err != nil {
+		return err
+	}
+	if err := sw.record(SnapshotRecordEnd, &snapshotTrailer{Records: sw.n}); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// writeState writes every table of snap as records.
+func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
+	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals} {
+		idx, err := snap.Index(table)
+		if err != nil {
+			return err
+		}
+		if idx == 0 {
+			continue // never written: no row to restore
+		}
+		if err := sw.record(SnapshotRecordIndex, &state.IndexEntry{Key: table, Value: idx}); err != nil {
+			return err
+		}
+	}
+	jobs, err := snap.Jobs(nil)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if err := sw.record(SnapshotRecordJob, j); err != nil {
+			return err
+		}
+	}
+	nodes, err := snap.Nodes(nil)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if err := sw.record(SnapshotRecordNode, n); err != nil {
+			return err
+		}
+	}
+	allocs, err := snap.Allocs(nil)
+	if err != nil {
+		return err
+	}
+	for _, a := range allocs {
+		if err := sw.record(SnapshotRecordAlloc, a); err != nil {
+			return err
+		}
+	}
+	evals, err := snap.Evals(nil)
+	if err != nil {
+		return err
+	}
+	for _, e := range evals {
+		if err := sw.record(SnapshotRecordEval, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// snapshotWriter writes records and counts them.
+type snapshotWriter struct {
+	w   *bufio.Writer
+	buf bytes.Buffer
+	n   uint64
+}
+
+func (sw *snapshotWriter) record(t SnapshotRecordType, obj interface{}) error {
+	sw.buf.Reset()
+	if err := codec.NewEncoder(&sw.buf, structs.MsgpackHandle).Encode(obj); err != nil {
+		return fmt.Errorf("fsm: snapshot: encode record %d: %w", t, err)
+	}
+	if err := sw.w.WriteByte(byte(t)); err != nil {
+		return err
+	}
+	if _, err := sw.w.Write(sw.buf.Bytes()); err != nil {
+		return err
+	}
+	if t != SnapshotRecordEnd {
+		sw.n++
+	}
+	return nil
+}
+
+// Restore replaces the state with the snapshot read from rc, which it
+// closes. It reads into a new store and swaps it in only when the whole
+// snapshot was read: on any error (ErrSnapshotFormat for a wrong magic,
+// another format version or a truncated stream; structs.ErrDecode for a
+// malformed record; structs.ErrInvalid for an object without ID) the
+// current state is untouched. Unknown record types are skipped with a
+// warning. The old store is abandoned (its AbandonCh closed) after the
+// swap.
+func (r *raftFSM) Restore(rc io.ReadCloser) error {
+	f := (*FSM)(r)
+	defer rc.Close()
+	newState, err := readSnapshot(bufio.NewReader(rc), f.logger)
+	if err != nil {
+		f.logger.Error("failed to restore snapshot; keeping the current state", "error", err)
+		return err
+	}
+	old := f.state.Swap(newState)
+	old.Abandon()
+	f.logger.Info("restored state from snapshot")
+	return nil
+}
+
+// readSnapshot reads a whole snapshot into a new store.
+func readSnapshot(br *bufio.Reader, logger hclog.Logger) (*state.StateStore, error) {
+	header := make([]byte, len(SnapshotMagic)+1)
+	if _, err := io.ReadFull(br, header); err != nil {
+		return nil, fmt.Errorf("%w: read header: %v", ErrSnapshotFormat, err)
+	}
+	if string(header[:len(SnapshotMagic)]) != SnapshotMagic {
+		return nil, fmt.Errorf("%w: magic %q, want %q", ErrSnapshotFormat, header[:len(SnapshotMagic)], SnapshotMagic)
+	}
+	if v := header[len(SnapshotMagic)]; v != SnapshotFormatVersion {
+		return nil, fmt.Errorf("%w: format version %d, this server reads %d", ErrSnapshotFormat, v, SnapshotFormatVersion)
+	}
+	s, err := state.NewStateStore()
+	if err != nil {
+		return nil, err
+	}
+	restore, err := s.Restore()
+	if err != nil {
+		return nil, err
+	}
+	defer restore.Abort()
+	dec := codec.NewDecoder(br, structs.MsgpackHandle)
+	var records uint64
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return nil, fmt.Errorf("%w: truncated after %d records (no end record): %v", ErrSnapshotFormat, records, err)
+		}
+		t := SnapshotRecordType(b)
+		if t == SnapshotRecordEnd {
+			var tr snapshotTrailer
+			if err := decodeRecord(dec, &tr); err != nil {
+				return nil, err
+			}
+			if tr.Records != records {
+				return nil, fmt.Errorf("%w: end record counts %d records, read %d", ErrSnapshotFormat, tr.Records, records)
+			}
+			break
+		}
+		if err := restoreRecord(restore, dec, t, logger); err != nil {
+			return nil, fmt.Errorf("fsm: restore record %d (type %d): %w", records, t, err)
+		}
+		records++
+	}
+	if err := restore.Commit(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// restoreRecord decodes one record's object of type t and restores it.
+func restoreRecord(restore *state.StateRestore, dec *codec.Decoder, t SnapshotRecordType, logger hclog.Logger) error {
+	switch t {
+	case SnapshotRecordJob:
+		var j structs.Job
+		if err := decodeRecord(dec, &j); err != nil {
+			return err
+		}
+		return restore.JobRestore(&j)
+	case SnapshotRecordNode:
+		var n structs.Node
+		if err := decodeRecord(dec, &n); err != nil {
+			return err
+		}
+		return restore.NodeRestore(&n)
+	case SnapshotRecordAlloc:
+		var a structs.Allocation
+		if err := decodeRecord(dec, &a); err != nil {
+			return err
+		}
+		return restore.AllocRestore(&a)
+	case SnapshotRecordEval:
+		var e structs.Evaluation
+		if err := decodeRecord(dec, &e); err != nil {
+			return err
+		}
+		return restore.EvalRestore(&e)
+	case SnapshotRecordIndex:
+		var ie state.IndexEntry
+		if err := decodeRecord(dec, &ie); err != nil {
+			return err
+		}
+		return restore.IndexRestore(ie.Key, ie.Value)
+	default:
+		var skip interface{}
+		if err := decodeRecord(dec, &skip); err != nil {
+			return err
+		}
+		logger.Warn("skipping unknown snapshot record type", "type", uint8(t))
+		return nil
+	}
+}
+
+// decodeRecord decodes one msgpack value into out, turning decoder errors
+// and panics into errors wrapping structs.ErrDecode.
+func decodeRecord(dec *codec.Decoder, out interface{}) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: panic in msgpack decoder: %v", structs.ErrDecode, r)
+		}
+	}()
+	if err := dec.Decode(out); err != nil {
+		return fmt.Errorf("%w: %v", structs.ErrDecode, err)
+	}
+	return nil
+}
