@@ -1,0 +1,238 @@
+package scheduler
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// Reasons recorded in AllocMetric.ConstraintFiltered for feasibility checks
+// that are not user constraints. User constraints are recorded by their
+// String form, such as "${attr.kernel.name} = linux".
+const (
+	reasonNodeNotReady = "node not ready"
+	reasonDatacenter   = "datacenter not in job"
+)
+
+// Descriptions set on allocations the scheduler stops.
+const (
+	descJobStopped    = "job stopped"
+	descNotNeeded     = "alloc not needed due to job update"
+	descUpdating      = "alloc is being updated due to job update"
+	descQueuedBlocked = "created to place remaining allocations"
+)
+
+// deviceAsk is one device request of one task of a group.
+type deviceAsk struct {
+	task string
+	req  *structs.RequestedDevice
+	// weight is the sum of the absolute weights of the request's
+	// affinities, used to normalise the affinity score.
+	weight float64
+}
+
+// groupAsk is everything a task group asks of a node, gathered once per
+// group: CPU in MHz and memory in MiB summed over tasks, the drivers, all
+// job, group and task constraints and affinities, and the device requests
+// in task order.
+type groupAsk struct {
+	tg          *structs.TaskGroup
+	cpu, mem    int64
+	drivers     []string
+	constraints []*structs.Constraint
+	affinities  []*structs.Affinity
+	devices     []deviceAsk
+	// instances is the total number of device instances asked for.
+	instances int
+	// affinityWeight is the sum of the absolute weights of every node and
+	// device affinity; zero when there are none.
+	affinityWeight float64
+}
+
+func newGroupAsk(job *structs.Job, tg *structs.TaskGroup) *groupAsk {
+	a := &groupAsk{tg: tg}
+	a.constraints = append(a.constraints, job.Constraints...)
+	a.constraints = append(a.constraints, tg.Constraints...)
+	a.affinities = append(a.affinities, job.Affinities...)
+	a.affinities = append(a.affinities, tg.Affinities...)
+	for _, t := range tg.Tasks {
+		if t == nil {
+			continue
+		}
+		if t.Driver != "" && !slices.Contains(a.drivers, t.Driver) {
+			a.drivers = append(a.drivers, t.Driver)
+		}
+		a.constraints = append(a.constraints, t.Constraints...)
+		a.affinities = append(a.affinities, t.Affinities...)
+		if t.Resources == nil {
+			continue
+		}
+		a.cpu += int64(t.Resources.CPU)
+		a.mem += int64(t.Resources.MemoryMB)
+		for _, d := range t.Resources.Devices {
+			if d == nil || d.Count <= 0 {
+				continue
+			}
+			da := deviceAsk{task: t.Name, req: d}
+			for _, af := range d.Affinities {
+				if af != nil {
+					da.weight += abs(float64(af.Weight))
+				}
+			}
+			a.devices = append(a.devices, da)
+			a.instances += d.Count
+			a.affinityWeight += da.weight
+		}
+	}
+	sort.Strings(a.drivers)
+	for _, af := range a.affinities {
+		if af != nil {
+			a.affinityWeight += abs(float64(af.Weight))
+		}
+	}
+	return a
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}
+
+// devChoice is a node device group that can serve a device request, with
+// the sum of the weights of the request's affinities it matches.
+type devChoice struct {
+	group    int
+	affinity float64
+}
+
+// candidate is a node that passed feasibility for one group.
+type candidate struct {
+	node *structs.Node
+	// affinity is the sum of the weights of the node affinities it matches.
+	affinity float64
+	// choices lists, per groupAsk.devices entry, the node's device groups
+	// that match the request's name and constraints and have enough
+	// healthy instances, best affinity first, then in node order.
+	choices [][]devChoice
+}
+
+// feasibility checks node n for the group, in this order: ready, datacenter,
+// drivers, constraints, devices. It returns the candidate, or the reason
+// the node was filtered out.
+func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) (*candidate, string) {
+	if !n.Ready() {
+		return nil, reasonNodeNotReady
+	}
+	if !datacenterAllowed(job.Datacenters, n.Datacenter) {
+		return nil, reasonDatacenter
+	}
+	for _, d := range ask.drivers {
+		if !driverHealthy(n, d) {
+			return nil, fmt.Sprintf("missing driver %q", d)
+		}
+	}
+	for _, con := range ask.constraints {
+		if con == nil {
+			continue
+		}
+		if !checkOperand(con.Operand, resolveNode(n, con.LTarget), resolveNode(n, con.RTarget), c.rx) {
+			return nil, con.String()
+		}
+	}
+	cand := &candidate{node: n}
+	for _, af := range ask.affinities {
+		if af != nil && checkOperand(af.Operand, resolveNode(n, af.LTarget), resolveNode(n, af.RTarget), c.rx) {
+			cand.affinity += float64(af.Weight)
+		}
+	}
+	if len(ask.devices) > 0 {
+		cand.choices = make([][]devChoice, len(ask.devices))
+		var groups []*structs.DeviceGroup
+		if n.NodeResources != nil {
+			groups = n.NodeResources.Devices
+		}
+		for i, da := range ask.devices {
+			for gi, g := range groups {
+				if g == nil || !g.Matches(da.req.Name) || healthyCount(g) < da.req.Count {
+					continue
+				}
+				if !c.deviceConstraintsHold(n, g, da.req) {
+					continue
+				}
+				var aff float64
+				for _, af := range da.req.Affinities {
+					if af != nil && checkOperand(af.Operand, resolveDevice(n, g, af.LTarget), resolveDevice(n, g, af.RTarget), c.rx) {
+						aff += float64(af.Weight)
+					}
+				}
+				cand.choices[i] = append(cand.choices[i], devChoice{group: gi, affinity: aff})
+			}
+			if len(cand.choices[i]) == 0 {
+				return nil, "missing devices: " + da.req.Name
+			}
+			sort.SliceStable(cand.choices[i], func(a, b int) bool {
+				return cand.choices[i][a].affinity > cand.choices[i][b].affinity
+			})
+		}
+	}
+	return cand, ""
+}
+
+func healthyCount(g *structs.DeviceGroup) int {
+	n := 0
+	for _, in := range g.Instances {
+		if in != nil && in.Healthy {
+			n++
+		}
+	}
+	return n
+}
+
+func (c *evalCtx) deviceConstraintsHold(n *structs.Node, g *structs.DeviceGroup, req *structs.RequestedDevice) bool {
+	for _, con := range req.Constraints {
+		if con == nil {
+			continue
+		}
+		if !checkOperand(con.Operand, resolveDevice(n, g, con.LTarget), resolveDevice(n, g, con.RTarget), c.rx) {
+			return false
+		}
+	}
+	return true
+}
+
+// datacenterAllowed reports whether dc matches one of the job's
+// datacenters; entries may be glob patterns such as "us-*". An empty list
+// allows every datacenter.
+func datacenterAllowed(dcs []string, dc string) bool {
+	if len(dcs) == 0 {
+		return true
+	}
+	for _, want := range dcs {
+		if want == dc {
+			return true
+		}
+		if ok, err := path.Match(want, dc); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// driverHealthy reports whether the node has driver d and it is healthy.
+// A node that reports no DriverInfo for d may still advertise it with the
+// attribute "driver.<d>" = "1" or "true", as Nomad's older fingerprints do.
+func driverHealthy(n *structs.Node, d string) bool {
+	if info, ok := n.Drivers[d]; ok && info != nil {
+		return info.Healthy
+	}
+	switch n.Attributes["driver."+d] {
+	case "1", "true":
+		return true
+	}
+	return false
+}

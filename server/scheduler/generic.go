@@ -1,0 +1,238 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// maxPlanAttempts bounds how often one evaluation plans again after the
+// plan applier refused part of its plan. Nomad (scheduler/generic_sched.go)
+// uses 5 for service jobs and 2 for batch jobs; GPUlayer uses 5 for both,
+// because a failed evaluation is not followed up automatically here.
+const maxPlanAttempts = 5
+
+// descMaxAttempts is the StatusDescription of an evaluation that failed
+// because its plan kept being refused.
+const descMaxAttempts = "maximum attempts reached"
+
+// errNoRefresh is returned when the planner refused part of a plan but gave
+// no fresher state to plan against.
+var errNoRefresh = errors.New("plan partly refused without a state to refresh from")
+
+// New returns the scheduler for jobType: one generic implementation serves
+// "batch" and "service" (structs.JobTypeBatch, structs.JobTypeService),
+// differing only in how finished allocations are treated (see reconcile).
+// It returns an error matching structs.ErrInvalid for any other job type or
+// a nil state or planner.
+func New(jobType string, state State, planner Planner) (Scheduler, error) {
+	switch jobType {
+	case structs.JobTypeBatch, structs.JobTypeService:
+	default:
+		return nil, fmt.Errorf("scheduler: no scheduler for job type %q: %w", jobType, structs.ErrInvalid)
+	}
+	if state == nil || planner == nil {
+		return nil, fmt.Errorf("scheduler: state and planner are required: %w", structs.ErrInvalid)
+	}
+	return &genericScheduler{jobType: jobType, state: state, planner: planner}, nil
+}
+
+// genericScheduler places batch and service jobs.
+type genericScheduler struct {
+	jobType string
+	state   State
+	planner Planner
+}
+
+// attempt is the outcome of planning once against one state.
+type attempt struct {
+	plan   *structs.Plan
+	job    *structs.Job
+	failed map[string]*structs.AllocMetric
+	queued map[string]int
+}
+
+// Process reconciles the evaluation's job with the cluster, submits the
+// plan, and records the evaluation's outcome through the planner. It never
+// changes eval itself; the planner receives a copy.
+//
+// When the plan applier refuses part of a plan (RefreshIndex non-zero), it
+// plans again against the fresher state, at most maxPlanAttempts times in
+// all; after that the evaluation is updated with Status "failed" and
+// StatusDescription "maximum attempts reached".
+//
+// Groups that could not be placed in full are recorded in FailedTGAllocs
+// (why) and QueuedAllocations (how many; 0 for groups that were placed in
+// full). The blocked evaluation rule: an evaluation that is itself a
+// blocked evaluation being reprocessed (Status "blocked" or TriggeredBy
+// "queued-allocs") is updated with Status "blocked" again and no new
+// evaluation is created; any other evaluation with unplaced groups creates
+// exactly one new evaluation through Planner.CreateEval (Status "blocked",
+// TriggeredBy "queued-allocs", PreviousEval the evaluation's ID, same job,
+// namespace, priority and type, QueuedAllocations and FailedTGAllocs
+// copied), is updated with Status "complete" and BlockedEval set to the
+// new evaluation's ID. An evaluation with nothing left to place ends
+// "complete".
+//
+// Process returns an error, and updates nothing, only when the state or the
+// planner failed; the worker should nack the evaluation for a retry.
+func (s *genericScheduler) Process(eval *structs.Evaluation) error {
+	if eval == nil {
+		return fmt.Errorf("scheduler: nil evaluation: %w", structs.ErrInvalid)
+	}
+	ev := eval.Copy()
+	state := s.state
+	var out *attempt
+	for n := 0; ; n++ {
+		if n == maxPlanAttempts {
+			ev.Status = structs.EvalStatusFailed
+			ev.StatusDescription = descMaxAttempts
+			if err := s.planner.UpdateEval(ev); err != nil {
+				return fmt.Errorf("scheduler: update eval %s: %w", ev.ID, err)
+			}
+			return nil
+		}
+		var err error
+		out, err = computeAttempt(state, ev)
+		if err != nil {
+			return fmt.Errorf("scheduler: eval %s: %w", ev.ID, err)
+		}
+		ev.SnapshotIndex = out.plan.SnapshotIndex
+		if out.plan.IsNoOp() {
+			break
+		}
+		result, newState, err := s.planner.SubmitPlan(out.plan)
+		if err != nil {
+			return fmt.Errorf("scheduler: submit plan for eval %s: %w", ev.ID, err)
+		}
+		if result == nil {
+			return fmt.Errorf("scheduler: submit plan for eval %s: no result", ev.ID)
+		}
+		full, _, _ := result.FullCommit(out.plan)
+		if full && result.RefreshIndex == 0 {
+			break
+		}
+		if newState == nil {
+			return fmt.Errorf("scheduler: eval %s: %w", ev.ID, errNoRefresh)
+		}
+		state = newState
+	}
+	return s.finish(ev, out)
+}
+
+// finish records the evaluation's outcome and, when groups are left
+// unplaced, the blocked evaluation (see Process).
+func (s *genericScheduler) finish(ev *structs.Evaluation, out *attempt) error {
+	ev.FailedTGAllocs = nil
+	if len(out.failed) > 0 {
+		ev.FailedTGAllocs = out.failed
+	}
+	ev.QueuedAllocations = out.queued
+	ev.StatusDescription = ""
+	ev.Status = structs.EvalStatusComplete
+	if len(out.failed) > 0 {
+		if isBlockedEval(ev) {
+			ev.Status = structs.EvalStatusBlocked
+		} else {
+			blocked := &structs.Evaluation{
+				ID:                structs.GenerateUUID(),
+				Namespace:         ev.Namespace,
+				Priority:          ev.Priority,
+				Type:              ev.Type,
+				TriggeredBy:       structs.EvalTriggerQueuedAllocs,
+				JobID:             ev.JobID,
+				JobModifyIndex:    ev.JobModifyIndex,
+				Status:            structs.EvalStatusBlocked,
+				StatusDescription: descQueuedBlocked,
+				PreviousEval:      ev.ID,
+				SnapshotIndex:     ev.SnapshotIndex,
+			}
+			if out.job != nil {
+				blocked.Namespace, blocked.Priority, blocked.Type = out.job.Namespace, out.job.Priority, out.job.Type
+				blocked.JobModifyIndex = out.job.JobModifyIndex
+			}
+			c := ev.Copy()
+			blocked.FailedTGAllocs, blocked.QueuedAllocations = c.FailedTGAllocs, c.QueuedAllocations
+			if err := s.planner.CreateEval(blocked); err != nil {
+				return fmt.Errorf("scheduler: create blocked eval for eval %s: %w", ev.ID, err)
+			}
+			ev.BlockedEval = blocked.ID
+		}
+	}
+	if err := s.planner.UpdateEval(ev); err != nil {
+		return fmt.Errorf("scheduler: update eval %s: %w", ev.ID, err)
+	}
+	return nil
+}
+
+// isBlockedEval reports whether ev is a blocked evaluation being
+// reprocessed.
+func isBlockedEval(ev *structs.Evaluation) bool {
+	return ev.Status == structs.EvalStatusBlocked || ev.TriggeredBy == structs.EvalTriggerQueuedAllocs
+}
+
+// computeAttempt plans the evaluation once against state.
+func computeAttempt(state State, ev *structs.Evaluation) (*attempt, error) {
+	job, err := state.JobByID(ev.JobID)
+	if err != nil {
+		return nil, fmt.Errorf("read job %q: %w", ev.JobID, err)
+	}
+	allocs, err := state.AllocsByJob(ev.JobID)
+	if err != nil {
+		return nil, fmt.Errorf("read allocations of job %q: %w", ev.JobID, err)
+	}
+	index, err := state.LatestIndex()
+	if err != nil {
+		return nil, fmt.Errorf("read state index: %w", err)
+	}
+	plan := &structs.Plan{EvalID: ev.ID, Priority: ev.Priority, Job: job, SnapshotIndex: index}
+	out := &attempt{plan: plan, job: job}
+	if job != nil {
+		plan.Priority = job.Priority
+	}
+	rec := reconcile(job, allocs)
+	for _, st := range rec.stops {
+		plan.AppendStoppedAlloc(st.alloc, st.desc)
+	}
+	for _, a := range rec.inplace {
+		a.EvalID = ev.ID
+		plan.AppendAlloc(a)
+	}
+	if job == nil || job.Stop {
+		return out, nil
+	}
+	out.queued = make(map[string]int, len(job.TaskGroups))
+	out.failed = map[string]*structs.AllocMetric{}
+	for _, tg := range job.TaskGroups {
+		if tg != nil {
+			out.queued[tg.Name] = 0
+		}
+	}
+	if len(rec.places) == 0 {
+		return out, nil
+	}
+	nodes, err := state.Nodes()
+	if err != nil {
+		return nil, fmt.Errorf("read nodes: %w", err)
+	}
+	nodes = sortedNodes(nodes)
+	ctx := &evalCtx{eval: ev, job: job, nodes: nodes, rx: regexpCache{}, usage: newUsageIndex(state)}
+	if err := ctx.place(plan, rec.places, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// sortedNodes returns the non-nil nodes ordered by ID.
+func sortedNodes(nodes []*structs.Node) []*structs.Node {
+	out := make([]*structs.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if n != nil {
+			out = append(out, n)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
