@@ -183,10 +183,15 @@ func evalVariable(name string, block *hcl.Block, vars map[string]string, funcs *
 	if raw, ok := vars[name]; ok {
 		v, moreDiags := varValue(name, raw, ty, funcs)
 		if moreDiags.HasErrors() {
+			// The value came from outside the file: point at the
+			// variable block and say where the value came from.
 			for _, d := range moreDiags {
-				if d.Subject == nil {
-					d.Subject = block.DefRange.Ptr()
+				if d.Subject != nil && d.Subject.Filename != block.DefRange.Filename {
+					d.Detail = fmt.Sprintf("In the value given for variable %q (%s, column %d): %s", name, d.Summary, d.Subject.Start.Column, d.Detail)
+					d.Summary = "Invalid value for variable"
 				}
+				d.Subject = block.DefRange.Ptr()
+				d.Context = nil
 			}
 			return cty.DynamicVal, append(diags, moreDiags...)
 		}

@@ -340,6 +340,8 @@ func TestParseErrors(t *testing.T) {
 		{"undeclared var reference", "job \"j\" {\n  type = var.nope\n}\n", nil, []string{"bad.hcl:2:13: Unsupported attribute", `"nope"`}},
 		{"var value of wrong type", "variable \"n\" {\n  type = number\n  default = 1\n}\njob \"j\" {}\n", map[string]string{"n": "many"},
 			[]string{"bad.hcl:1:1: Invalid value for variable", `"n"`, "number"}},
+		{"var value that is not HCL", "variable \"l\" {\n  type = list(string)\n}\njob \"j\" {}\n", map[string]string{"l": "[a,"},
+			[]string{"bad.hcl:1:1: Invalid value for variable", `variable "l"`}},
 		{"default of wrong type", "variable \"n\" {\n  type = number\n  default = \"x\"\n}\njob \"j\" {}\n", nil,
 			[]string{"bad.hcl:3:13: Invalid default value for variable", `"n"`}},
 		{"variable without value", "variable \"n\" {}\njob \"j\" {}\n", nil, []string{"bad.hcl:1:1: Missing variable value", `"n"`}},
