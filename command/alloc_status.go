@@ -1,0 +1,221 @@
+package command
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/hashicorp/cli"
+)
+
+// AllocStatusCommand shows one allocation: its placement, statuses, and per
+// task the state, exit code, devices and recent events.
+type AllocStatusCommand struct{ Meta *Meta }
+
+// Help returns the command's usage.
+func (c *AllocStatusCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: gpulayer alloc status [options] ALLOC
+
+  Shows the allocation with the given ID or unique ID prefix (such as the
+  8-character IDs lists show): where it runs, its statuses and, for each
+  task, its state, exit code, GPU instances and recent events.
+` + generalOptions + `
+Status Options:
+` + jsonOption)
+}
+
+// Synopsis returns a one-line description.
+func (c *AllocStatusCommand) Synopsis() string { return "Display allocation status information" }
+
+// Run shows the allocation.
+func (c *AllocStatusCommand) Run(args []string) int {
+	fs := c.Meta.flagSet("alloc status", true)
+	if err := fs.Parse(args); err != nil {
+		return cli.RunResultHelp
+	}
+	if fs.NArg() != 1 {
+		c.Meta.UI.Error("This command takes one argument: the allocation ID")
+		return cli.RunResultHelp
+	}
+	client, err := c.Meta.client()
+	if err != nil {
+		return c.Meta.errorf("Error initializing client: %v", err)
+	}
+	alloc, code := c.Meta.resolveAlloc(client, fs.Arg(0))
+	if alloc == nil {
+		return code
+	}
+	if c.Meta.jsonOutput {
+		return c.Meta.printJSON(alloc)
+	}
+	c.Meta.UI.Output(c.Meta.formatAlloc(alloc))
+	return 0
+}
+
+// resolveAlloc finds the allocation whose ID is or starts with prefix. When
+// none or several match it prints why and returns a nil allocation and exit
+// code 1.
+func (m *Meta) resolveAlloc(client *api.Client, prefix string) (*api.Allocation, int) {
+	allocs, _, err := client.Allocations().List(&api.QueryOptions{Prefix: prefix})
+	if err != nil {
+		return nil, m.errorf("Error querying allocations: %v", err)
+	}
+	var pick *api.Allocation
+	for _, a := range allocs {
+		if a.ID == prefix {
+			pick = a
+		}
+	}
+	if pick == nil {
+		switch len(allocs) {
+		case 0:
+			return nil, m.errorf("No allocation(s) with prefix or ID %q found", prefix)
+		case 1:
+			pick = allocs[0]
+		default:
+			m.UI.Error(fmt.Sprintf("Prefix matched multiple allocations\n\n%s", m.allocTable(allocs)))
+			return nil, 1
+		}
+	}
+	alloc, _, err := client.Allocations().Info(pick.ID, nil)
+	if err != nil {
+		return nil, m.errorf("Error querying allocation %q: %v", pick.ID, err)
+	}
+	return alloc, 0
+}
+
+// formatAlloc renders the allocation and its tasks.
+func (m *Meta) formatAlloc(a *api.Allocation) string {
+	var sb strings.Builder
+	sb.WriteString(kv([][2]string{
+		{"ID", a.ID},
+		{"Eval ID", shortID(a.EvalID)},
+		{"Name", a.Name},
+		{"Node ID", shortID(a.NodeID)},
+		{"Node Name", a.NodeName},
+		{"Job ID", a.JobID},
+		{"Client Status", a.ClientStatus},
+		{"Client Description", a.ClientDescription},
+		{"Desired Status", a.DesiredStatus},
+		{"Desired Description", a.DesiredDescription},
+		{"Created", m.formatUnixNano(a.CreateTime)},
+		{"Modified", m.formatUnixNano(a.ModifyTime)},
+	}))
+	for _, name := range allocTaskNames(a) {
+		sb.WriteString("\n\n")
+		sb.WriteString(m.formatTask(a, name))
+	}
+	return sb.String()
+}
+
+// allocTaskNames returns the allocation's task names: the group's tasks in
+// jobspec order, then any other task with state or resources, sorted.
+func allocTaskNames(a *api.Allocation) []string {
+	var names []string
+	seen := map[string]bool{}
+	if a.Job != nil {
+		for _, tg := range a.Job.TaskGroups {
+			if tg == nil || tg.Name != a.TaskGroup {
+				continue
+			}
+			for _, t := range tg.Tasks {
+				if t != nil && !seen[t.Name] {
+					seen[t.Name] = true
+					names = append(names, t.Name)
+				}
+			}
+		}
+	}
+	var extra []string
+	for n := range a.TaskStates {
+		if !seen[n] {
+			seen[n] = true
+			extra = append(extra, n)
+		}
+	}
+	if a.AllocatedResources != nil {
+		for n := range a.AllocatedResources.Tasks {
+			if !seen[n] {
+				seen[n] = true
+				extra = append(extra, n)
+			}
+		}
+	}
+	sort.Strings(extra)
+	return append(names, extra...)
+}
+
+// formatTask renders one task: state, exit code, resources, devices and
+// recent events, newest first.
+func (m *Meta) formatTask(a *api.Allocation, name string) string {
+	ts := a.TaskStates[name]
+	state := api.TaskStatePending
+	if ts != nil && ts.State != "" {
+		state = ts.State
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "Task %q is %q\n", name, state)
+	pairs := [][2]string{{"State", state}}
+	if ts != nil {
+		exit := "<none>"
+		if ts.State == api.TaskStateDead {
+			exit = strconv.Itoa(ts.ExitCode)
+		}
+		pairs = append(pairs,
+			[2]string{"Exit Code", exit},
+			[2]string{"Failed", strconv.FormatBool(ts.Failed)},
+			[2]string{"Restarts", strconv.FormatUint(ts.Restarts, 10)},
+			[2]string{"Started At", m.formatUnixNano(ts.StartedAt)},
+			[2]string{"Finished At", m.formatUnixNano(ts.FinishedAt)},
+		)
+	}
+	var res *api.AllocatedTaskResources
+	if a.AllocatedResources != nil {
+		res = a.AllocatedResources.Tasks[name]
+	}
+	if res != nil {
+		pairs = append(pairs,
+			[2]string{"CPU", fmt.Sprintf("%d MHz", res.CPU)},
+			[2]string{"Memory", fmt.Sprintf("%d MiB", res.MemoryMB)},
+		)
+		devices := make([]string, 0, len(res.Devices))
+		for _, d := range res.Devices {
+			devices = append(devices, fmt.Sprintf("%s: %s", d.ID(), strings.Join(d.DeviceIDs, ", ")))
+		}
+		pairs = append(pairs, [2]string{"Devices", strings.Join(devices, "; ")})
+	}
+	sb.WriteString(kv(pairs))
+	sb.WriteString("\n\nRecent Events:\n")
+	if ts == nil || len(ts.Events) == 0 {
+		sb.WriteString("No events")
+		return sb.String()
+	}
+	const maxEvents = 10
+	rows := make([][]string, 0, maxEvents)
+	for i := len(ts.Events) - 1; i >= 0 && len(rows) < maxEvents; i-- {
+		e := ts.Events[i]
+		if e == nil {
+			continue
+		}
+		rows = append(rows, []string{m.formatUnixNano(e.Time), e.Type, eventDescription(e)})
+	}
+	sb.WriteString(table([]string{"Time", "Type", "Description"}, rows))
+	return sb.String()
+}
+
+// eventDescription is the event's display message, else its message, else
+// a description built from its exit code or signal.
+func eventDescription(e *api.TaskEvent) string {
+	switch {
+	case e.DisplayMessage != "":
+		return e.DisplayMessage
+	case e.Message != "":
+		return e.Message
+	case e.Type == "Terminated":
+		return fmt.Sprintf("Exit Code: %d, Signal: %d", e.ExitCode, e.Signal)
+	}
+	return ""
+}

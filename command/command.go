@@ -1,0 +1,111 @@
+// Package command is the gpulayer command line: one file per verb, each a
+// hashicorp/cli Command with Help, Synopsis and Run. Commands talk to an
+// agent through nomadish/api only.
+package command
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/hashicorp/cli"
+)
+
+// Run runs the gpulayer command line with args (without the program name)
+// and returns the process exit code: 0 on success, 1 on errors and usage
+// errors, 2 when `job run` could not place every allocation.
+func Run(args []string) int {
+	ui := &cli.BasicUi{Reader: os.Stdin, Writer: os.Stdout, ErrorWriter: os.Stderr}
+	return run(args, &Meta{UI: ui, Stdout: os.Stdout})
+}
+
+// run builds the CLI around m and runs it.
+func run(args []string, m *Meta) int {
+	m.init()
+	c := &cli.CLI{
+		Name:         "gpulayer",
+		Version:      versionString(),
+		Args:         args,
+		Commands:     commands(m),
+		HelpWriter:   m.errWriter(),
+		ErrorWriter:  m.errWriter(),
+		Autocomplete: false,
+	}
+	code, err := c.Run()
+	if err != nil {
+		m.UI.Error(fmt.Sprintf("Error executing CLI: %v", err))
+		return 1
+	}
+	return code
+}
+
+// commands lists every command by its words.
+func commands(m *Meta) map[string]cli.CommandFactory {
+	cmds := map[string]cli.CommandFactory{
+		"agent":        func() (cli.Command, error) { return &AgentCommand{Ui: m.UI}, nil },
+		"job":          func() (cli.Command, error) { return &JobCommand{Meta: m}, nil },
+		"job run":      func() (cli.Command, error) { return &JobRunCommand{Meta: m}, nil },
+		"job status":   func() (cli.Command, error) { return &JobStatusCommand{Meta: m}, nil },
+		"job stop":     func() (cli.Command, error) { return &JobStopCommand{Meta: m}, nil },
+		"alloc":        func() (cli.Command, error) { return &AllocCommand{Meta: m}, nil },
+		"alloc status": func() (cli.Command, error) { return &AllocStatusCommand{Meta: m}, nil },
+		"alloc logs":   func() (cli.Command, error) { return &AllocLogsCommand{Meta: m}, nil },
+		"node":         func() (cli.Command, error) { return &NodeCommand{Meta: m}, nil },
+		"node status":  func() (cli.Command, error) { return &NodeStatusCommand{Meta: m}, nil },
+		"status":       func() (cli.Command, error) { return &StatusCommand{Meta: m}, nil },
+		"version":      func() (cli.Command, error) { return &VersionCommand{Meta: m}, nil },
+	}
+	return cmds
+}
+
+// Meta is what every command shares: where output goes, the clock and the
+// common flags.
+type Meta struct {
+	// UI prints lines of output and errors.
+	UI cli.Ui
+	// Stdout receives raw bytes (log streams); nil means os.Stdout.
+	Stdout io.Writer
+	// Now is the clock for monitor timestamps; nil means time.Now.
+	Now func() time.Time
+	// Location renders times; nil means time.Local.
+	Location *time.Location
+	// PollInterval is the pause between evaluation polls when the server
+	// answers without blocking; zero means 500 milliseconds.
+	PollInterval time.Duration
+
+	// address and jsonOutput are set by the common flags.
+	address    string
+	jsonOutput bool
+}
+
+func (m *Meta) init() {
+	if m.Stdout == nil {
+		m.Stdout = os.Stdout
+	}
+	if m.Now == nil {
+		m.Now = time.Now
+	}
+	if m.Location == nil {
+		m.Location = time.Local
+	}
+	if m.PollInterval == 0 {
+		m.PollInterval = 500 * time.Millisecond
+	}
+}
+
+// errWriter writes to the UI's error output.
+func (m *Meta) errWriter() io.Writer { return uiErrorWriter{m.UI} }
+
+// uiErrorWriter sends writes to Ui.Error, one call per write without the
+// trailing newline Ui.Error adds.
+type uiErrorWriter struct{ ui cli.Ui }
+
+func (w uiErrorWriter) Write(p []byte) (int, error) {
+	s := string(p)
+	if len(s) > 0 && s[len(s)-1] == '\n' {
+		s = s[:len(s)-1]
+	}
+	w.ui.Error(s)
+	return len(p), nil
+}

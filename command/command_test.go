@@ -1,0 +1,170 @@
+package command
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/hashicorp/cli"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// result is a command's exit code and output.
+type result struct {
+	code   int
+	out    string
+	err    string
+	stdout string
+}
+
+// runCmd runs the CLI with args against addr, with a fixed clock in UTC.
+func runCmd(t *testing.T, addr string, args ...string) result {
+	t.Helper()
+	t.Setenv("GPULAYER_ADDR", addr)
+	ui := cli.NewMockUi()
+	var raw bytes.Buffer
+	m := &Meta{
+		UI:           ui,
+		Stdout:       &raw,
+		Now:          func() time.Time { return time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) },
+		Location:     time.UTC,
+		PollInterval: 5 * time.Millisecond,
+	}
+	code := run(args, m)
+	return result{code: code, out: ui.OutputWriter.String(), err: ui.ErrorWriter.String(), stdout: raw.String()}
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run with -update to create it): %v", err)
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (run with -update to accept):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
+	}
+}
+
+func TestGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"job_status_list.golden", []string{"job", "status"}},
+		{"job_status.golden", []string{"job", "status", "hello"}},
+		{"alloc_status.golden", []string{"alloc", "status", "abcd1234"}},
+		{"node_status_list.golden", []string{"node", "status"}},
+		{"node_status.golden", []string{"node", "status", "ef56"}},
+		{"status_list.golden", []string{"status"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := newFakeAPI().serve(t)
+			r := runCmd(t, ts.URL, tc.args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.err)
+			}
+			golden(t, tc.name, r.out)
+		})
+	}
+}
+
+func TestStatusDispatch(t *testing.T) {
+	ts := newFakeAPI().serve(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "hello-gpu"}, "Summary"},
+		{[]string{"status", "abcd1234"}, `Task "main" is "running"`},
+		{[]string{"status", "ef567890"}, "GPU-aaaa"},
+	} {
+		t.Run(tc.args[1], func(t *testing.T) {
+			r := runCmd(t, ts.URL, tc.args...)
+			if r.code != 0 || !strings.Contains(r.out, tc.want) {
+				t.Fatalf("exit %d, out %q, err %q; want %q", r.code, r.out, r.err, tc.want)
+			}
+		})
+	}
+	r := runCmd(t, ts.URL, "status", "zzz")
+	if r.code != 1 || !strings.Contains(r.err, `No job, allocation or node matches "zzz"`) {
+		t.Fatalf("exit %d, err %q", r.code, r.err)
+	}
+}
+
+func TestJSONOutput(t *testing.T) {
+	ts := newFakeAPI().serve(t)
+	for _, args := range [][]string{
+		{"job", "status", "-json", "hello-gpu"},
+		{"alloc", "status", "-json", "abcd1234"},
+		{"node", "status", "-json"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			r := runCmd(t, ts.URL, args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.err)
+			}
+			if !strings.HasPrefix(strings.TrimSpace(r.out), "{") && !strings.HasPrefix(strings.TrimSpace(r.out), "[") {
+				t.Fatalf("not JSON: %s", r.out)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	ts := newFakeAPI().serve(t)
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad flag", []string{"job", "status", "-bogus"}, "flag provided but not defined: -bogus"},
+		{"too many args", []string{"job", "status", "a", "b"}, "Usage: gpulayer job status"},
+		{"alloc status no args", []string{"alloc", "status"}, "Usage: gpulayer alloc status"},
+		{"missing job", []string{"job", "status", "nope"}, `No job(s) with prefix or ID "nope" found`},
+		{"missing alloc", []string{"alloc", "status", "ffff"}, `No allocation(s) with prefix or ID "ffff" found`},
+		{"ambiguous alloc", []string{"alloc", "status", "abcd"}, "Prefix matched multiple allocations"},
+		{"missing node", []string{"node", "status", "0000"}, `No node(s) with prefix or ID "0000" found`},
+		{"bad address", []string{"job", "status", "-address", "ftp://x"}, "scheme must be http or https"},
+		{"job parent", []string{"job"}, "Usage: gpulayer job <subcommand>"},
+		{"bad var", []string{"job", "run", "-var", "novalue", "x.hcl"}, "want key=value"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runCmd(t, ts.URL, tc.args...)
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1; out %q err %q", r.code, r.out, r.err)
+			}
+			if !strings.Contains(r.err, tc.want) {
+				t.Errorf("stderr %q lacks %q", r.err, tc.want)
+			}
+		})
+	}
+	t.Run("agent down", func(t *testing.T) {
+		r := runCmd(t, "http://127.0.0.1:1", "job", "status")
+		if r.code != 1 || !strings.Contains(r.err, "Error querying jobs") {
+			t.Fatalf("exit %d err %q", r.code, r.err)
+		}
+	})
+}
+
+func TestVersion(t *testing.T) {
+	r := runCmd(t, api.DefaultAddress, "version")
+	if r.code != 0 || !strings.HasPrefix(r.out, "GPUlayer v"+Version+" (go") {
+		t.Fatalf("exit %d out %q", r.code, r.out)
+	}
+}
