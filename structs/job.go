@@ -386,9 +386,11 @@ func (j *Job) Copy() *Job {
 	n.Meta = maps.Clone(j.Meta)
 	n.Constraints = copyConstraints(j.Constraints)
 	n.Affinities = copyAffinities(j.Affinities)
-	n.TaskGroups = make([]*TaskGroup, len(j.TaskGroups))
-	for i, tg := range j.TaskGroups {
-		n.TaskGroups[i] = tg.Copy()
+	if j.TaskGroups != nil {
+		n.TaskGroups = make([]*TaskGroup, len(j.TaskGroups))
+		for i, tg := range j.TaskGroups {
+			n.TaskGroups[i] = tg.Copy()
+		}
 	}
 	return &n
 }
@@ -406,9 +408,11 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 		n.RestartPolicy = &rp
 	}
 	n.Meta = maps.Clone(tg.Meta)
-	n.Tasks = make([]*Task, len(tg.Tasks))
-	for i, t := range tg.Tasks {
-		n.Tasks[i] = t.Copy()
+	if tg.Tasks != nil {
+		n.Tasks = make([]*Task, len(tg.Tasks))
+		for i, t := range tg.Tasks {
+			n.Tasks[i] = t.Copy()
+		}
 	}
 	return &n
 }
@@ -434,6 +438,9 @@ func (r *Resources) Copy() *Resources {
 		return nil
 	}
 	n := *r
+	if r.Devices == nil {
+		return &n
+	}
 	n.Devices = make([]*RequestedDevice, len(r.Devices))
 	for i, d := range r.Devices {
 		if d == nil {
