@@ -173,11 +173,17 @@ func ctxOf(ctx context.Context) context.Context {
 	return ctx
 }
 
-// newRequest builds a request for path (with any query values) and body
+// newRequest builds a request for the escaped path (with any query values) and body
 // (JSON-encoded when not nil).
 func (c *Client) newRequest(ctx context.Context, method, path string, params url.Values, body interface{}) (*http.Request, error) {
+	// path is already escaped (IDs go through url.PathEscape).
 	u := *c.base
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	raw := strings.TrimSuffix(u.EscapedPath(), "/") + path
+	unescaped, err := url.PathUnescape(raw)
+	if err != nil {
+		return nil, fmt.Errorf("invalid request path %q: %w", raw, err)
+	}
+	u.Path, u.RawPath = unescaped, raw
 	u.RawQuery = params.Encode()
 	var rd io.Reader
 	if body != nil {
