@@ -15,7 +15,7 @@ import (
 func TestNewClientAddress(t *testing.T) {
 	cases := []struct {
 		name, addr, env, want string
-		wantErr              bool
+		wantErr               bool
 	}{
 		{name: "default", want: DefaultAddress},
 		{name: "env", env: "http://10.0.0.1:4656", want: "http://10.0.0.1:4656"},
