@@ -1,0 +1,158 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gpulayer/gpulayer/state"
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// minPrefixLen is the shortest ID prefix a get accepts, as the CLI's short
+// IDs are 8 characters.
+const minPrefixLen = 4
+
+// EvalTriggerAllocFailure is the trigger of an evaluation created because
+// a service allocation failed on its client, as Nomad names it.
+const EvalTriggerAllocFailure = "alloc-failure"
+
+// UpdateAllocs records client-side status of allocations (ClientStatus,
+// ClientDescription, TaskStates) in one Raft entry; unknown allocation IDs
+// are skipped. A service allocation that failed gets a pending evaluation
+// for its job, so the scheduler replaces it. It returns an error wrapping
+// structs.ErrInvalid for an allocation without ID, and errors wrapping
+// structs.ErrNotLeader or structs.ErrShutdown.
+func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation) error {
+	if len(allocs) == 0 {
+		return nil
+	}
+	if err := s.checkLeader(); err != nil {
+		return err
+	}
+	now := time.Now().UnixNano()
+	store := s.fsm.State()
+	req := &structs.AllocClientUpdateRequest{UpdatedAt: now}
+	evalFor := map[string]bool{}
+	for _, a := range allocs {
+		if a == nil || a.ID == "" {
+			return fmt.Errorf("update allocs: %w: allocation without ID", structs.ErrInvalid)
+		}
+		// Only the client's fields travel through Raft.
+		upd := &structs.Allocation{ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription}
+		if a.TaskStates != nil {
+			upd.TaskStates = a.Copy().TaskStates
+		}
+		req.Allocs = append(req.Allocs, upd)
+		if a.ClientStatus != structs.AllocClientStatusFailed {
+			continue
+		}
+		old, err := store.AllocByID(nil, a.ID)
+		if err != nil {
+			return fmt.Errorf("update allocs: %w", err)
+		}
+		if old == nil || old.ClientStatus == structs.AllocClientStatusFailed || old.DesiredStatus != structs.AllocDesiredStatusRun || evalFor[old.JobID] {
+			continue
+		}
+		job, err := store.JobByID(nil, old.JobID)
+		if err != nil {
+			return fmt.Errorf("update allocs: %w", err)
+		}
+		if job == nil || job.Stop || job.Type != structs.JobTypeService {
+			continue
+		}
+		evalFor[job.ID] = true
+		req.Evals = append(req.Evals, &structs.Evaluation{
+			ID: structs.GenerateUUID(), Namespace: job.Namespace, Priority: job.Priority, Type: job.Type,
+			TriggeredBy: EvalTriggerAllocFailure, JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
+			Status: structs.EvalStatusPending, CreateTime: now, ModifyTime: now,
+		})
+	}
+	_, index, err := s.raftApply(structs.AllocClientUpdateRequestType, req)
+	if err != nil {
+		return fmt.Errorf("update allocs: %w", err)
+	}
+	for _, e := range req.Evals {
+		e.CreateIndex, e.ModifyIndex = index, index
+		s.broker.Enqueue(e)
+	}
+	return nil
+}
+
+// AllocList returns the allocations whose ID starts with q.Prefix, as a
+// blocking query on the allocs table.
+func (s *Server) AllocList(ctx context.Context, q *structs.QueryOptions) ([]*structs.Allocation, structs.QueryMeta, error) {
+	prefix := queryPrefix(q)
+	resp, meta, err := s.blockingQuery(ctx, q, func(ws memdb.WatchSet, st *state.StateStore) (interface{}, uint64, error) {
+		var allocs []*structs.Allocation
+		var err error
+		if prefix != "" {
+			allocs, err = st.AllocsByIDPrefix(ws, prefix)
+		} else {
+			allocs, err = st.Allocs(ws)
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		if allocs == nil {
+			allocs = []*structs.Allocation{}
+		}
+		idx, err := st.Index(state.TableAllocs)
+		return allocs, idx, err
+	})
+	if err != nil {
+		return nil, meta, err
+	}
+	return resp.([]*structs.Allocation), meta, nil
+}
+
+// AllocGet returns one allocation by ID or by a unique ID prefix of at
+// least 4 characters, as a blocking query on the allocs table. It returns
+// an error wrapping structs.ErrNotFound when none matches and
+// structs.ErrInvalid, listing the matches, when a prefix matches several.
+func (s *Server) AllocGet(ctx context.Context, allocID string, q *structs.QueryOptions) (*structs.Allocation, structs.QueryMeta, error) {
+	resp, meta, err := s.blockingQuery(ctx, q, func(ws memdb.WatchSet, st *state.StateStore) (interface{}, uint64, error) {
+		idx, err := st.Index(state.TableAllocs)
+		if err != nil {
+			return nil, 0, err
+		}
+		a, err := st.AllocByID(ws, allocID)
+		if err != nil || a != nil {
+			return a, idx, err
+		}
+		if len(allocID) < minPrefixLen {
+			return (*structs.Allocation)(nil), idx, nil
+		}
+		matches, err := st.AllocsByIDPrefix(ws, allocID)
+		if err != nil {
+			return nil, 0, err
+		}
+		switch len(matches) {
+		case 0:
+			return (*structs.Allocation)(nil), idx, nil
+		case 1:
+			return matches[0], idx, nil
+		}
+		ids := make([]string, len(matches))
+		for i, m := range matches {
+			ids[i] = m.ID
+		}
+		return nil, 0, ambiguous("allocation", allocID, ids)
+	})
+	if err != nil {
+		return nil, meta, err
+	}
+	a, _ := resp.(*structs.Allocation)
+	if a == nil {
+		return nil, meta, fmt.Errorf("allocation %q: %w", allocID, structs.ErrNotFound)
+	}
+	return a, meta, nil
+}
+
+// ambiguous returns an error wrapping structs.ErrInvalid that lists the IDs
+// a prefix matched.
+func ambiguous(kind, prefix string, ids []string) error {
+	return fmt.Errorf("%w: %s prefix %q matches %d: %s", structs.ErrInvalid, kind, prefix, len(ids), strings.Join(ids, ", "))
+}

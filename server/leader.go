@@ -1,0 +1,179 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// barrierTimeout bounds the Raft barrier a new leader issues before it reads
+// the state store.
+const barrierTimeout = time.Minute
+
+// leaderState holds what runs only while this server is leader.
+type leaderState struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// monitorLeadership watches Raft's leadership notifications and establishes
+// or revokes leadership until ctx ends.
+func (s *Server) monitorLeadership(ctx context.Context) {
+	var ls *leaderState
+	for {
+		select {
+		case <-ctx.Done():
+			if ls != nil {
+				s.stopLeader(ls)
+			}
+			return
+		case isLeader := <-s.leaderCh:
+			switch {
+			case isLeader && ls == nil:
+				ls = s.startLeader(ctx)
+			case !isLeader && ls != nil:
+				s.stopLeader(ls)
+				ls = nil
+			}
+		}
+	}
+}
+
+// startLeader begins establishing leadership in the background, so the
+// leader loop keeps watching for its loss meanwhile.
+func (s *Server) startLeader(parent context.Context) *leaderState {
+	ctx, cancel := context.WithCancel(parent)
+	ls := &leaderState{cancel: cancel}
+	ls.wg.Add(1)
+	go func() {
+		defer ls.wg.Done()
+		if err := s.establishLeadership(ctx, ls); err != nil {
+			if ctx.Err() == nil {
+				s.logger.Error("establish leadership failed; stepping down", "error", err)
+				if err := s.raft.LeadershipTransfer().Error(); err != nil {
+					s.logger.Warn("leadership transfer", "error", err)
+				}
+			}
+		}
+	}()
+	return ls
+}
+
+func (s *Server) stopLeader(ls *leaderState) {
+	ls.cancel()
+	ls.wg.Wait()
+	s.revokeLeadership()
+	s.logger.Info("cluster leadership lost")
+}
+
+// establishLeadership runs once this server wins an election: a Raft
+// barrier (so the state store holds every committed entry), then it
+// enables the eval broker, blocked evaluations and plan queue, starts the
+// plan applier and reapers, re-enqueues pending and blocked evaluations
+// from the state store, and starts heartbeat timers for every known node.
+func (s *Server) establishLeadership(ctx context.Context, ls *leaderState) error {
+	s.logger.Info("cluster leadership acquired")
+	if err := s.raft.Barrier(barrierTimeout).Error(); err != nil {
+		return fmt.Errorf("raft barrier: %w", err)
+	}
+	s.broker.SetEnabled(true)
+	s.blocked.SetEnabled(true)
+	s.planQueue.SetEnabled(true)
+	for _, fn := range []func(context.Context){s.planApplier, s.reapFailedEvals, s.reapDuplicateBlockedEvals} {
+		ls.wg.Add(1)
+		go func() {
+			defer ls.wg.Done()
+			fn(ctx)
+		}()
+	}
+	if err := s.restoreEvals(); err != nil {
+		return err
+	}
+	if err := s.initializeHeartbeatTimers(); err != nil {
+		return err
+	}
+	s.established.Store(true)
+	return nil
+}
+
+// revokeLeadership disables and flushes everything the leader ran.
+func (s *Server) revokeLeadership() {
+	s.established.Store(false)
+	s.planQueue.SetEnabled(false)
+	s.blocked.SetEnabled(false)
+	s.broker.SetEnabled(false)
+	s.heartbeats.clear()
+}
+
+// restoreEvals puts the state store's pending evaluations into the broker
+// and its blocked ones into the blocked tracker, then unblocks them once:
+// capacity may have changed while no leader was tracking them.
+func (s *Server) restoreEvals() error {
+	store := s.fsm.State()
+	evals, err := store.Evals(nil)
+	if err != nil {
+		return fmt.Errorf("restore evals: %w", err)
+	}
+	var pending, blocked int
+	for _, e := range evals {
+		switch e.Status {
+		case structs.EvalStatusPending:
+			s.broker.Enqueue(e)
+			pending++
+		case structs.EvalStatusBlocked:
+			s.blocked.Block(e)
+			blocked++
+		}
+	}
+	if blocked > 0 {
+		idx, err := store.LatestIndex()
+		if err != nil {
+			return fmt.Errorf("restore evals: %w", err)
+		}
+		s.blocked.Unblock(idx)
+	}
+	s.logger.Debug("restored evaluations", "pending", pending, "blocked", blocked)
+	return nil
+}
+
+// reapFailedEvals marks evaluations that exceeded the broker's delivery
+// limit as failed through Raft.
+func (s *Server) reapFailedEvals(ctx context.Context) {
+	for {
+		eval, err := s.broker.DequeueFailed(ctx)
+		if err != nil {
+			return
+		}
+		eval.Status = structs.EvalStatusFailed
+		eval.StatusDescription = fmt.Sprintf("evaluation reached delivery limit (%d)", s.broker.cfg.DeliveryLimit)
+		eval.ModifyTime = time.Now().UnixNano()
+		if _, _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}}); err != nil {
+			s.logger.Error("mark evaluation failed", "eval_id", eval.ID, "error", err)
+			continue
+		}
+		s.logger.Warn("evaluation failed after repeated nacks", "eval_id", eval.ID, "job_id", eval.JobID)
+	}
+}
+
+// reapDuplicateBlockedEvals cancels blocked evaluations superseded by a
+// newer blocked evaluation of the same job.
+func (s *Server) reapDuplicateBlockedEvals(ctx context.Context) {
+	for {
+		dups, err := s.blocked.Duplicates(ctx)
+		if err != nil {
+			return
+		}
+		now := time.Now().UnixNano()
+		for _, e := range dups {
+			e.Status = structs.EvalStatusCanceled
+			e.StatusDescription = "superseded by a newer blocked evaluation"
+			e.ModifyTime = now
+		}
+		if _, _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: dups}); err != nil {
+			s.logger.Error("cancel duplicate blocked evaluations", "count", len(dups), "error", err)
+		}
+	}
+}

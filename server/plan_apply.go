@@ -1,0 +1,257 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/gpulayer/gpulayer/state"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// planApplier runs on the leader: it takes plans from the plan queue one at
+// a time, verifies each against the newest state and commits what fits in
+// one Raft entry (Nomad's nomad/plan_apply.go, without its pipelining: the
+// next plan is verified only once the previous one is applied, so it always
+// sees the allocations committed before it).
+func (s *Server) planApplier(ctx context.Context) {
+	log := s.logger.Named("plan_apply")
+	for {
+		p, err := s.planQueue.Dequeue(ctx)
+		if err != nil {
+			return
+		}
+		result, err := s.applyPlan(p)
+		if err != nil {
+			log.Error("plan apply failed", "eval_id", p.plan.EvalID, "error", err)
+		}
+		p.respond(result, err)
+	}
+}
+
+// applyPlan verifies and commits one plan. It refuses a plan whose
+// evaluation is no longer outstanding under the submitting worker's token
+// (the evaluation was nacked and may be handled by another worker).
+func (s *Server) applyPlan(p *pendingPlan) (*structs.PlanResult, error) {
+	plan := p.plan
+	if tok, ok := s.broker.Outstanding(plan.EvalID); !ok || tok != p.evalToken {
+		return nil, fmt.Errorf("plan for eval %s: %w", plan.EvalID, ErrNotOutstanding)
+	}
+	snap, err := s.fsm.State().Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("plan apply: snapshot: %w", err)
+	}
+	result, err := evaluatePlan(snap, plan, s.logger.Named("plan_apply"))
+	if err != nil {
+		return nil, err
+	}
+	if len(result.NodeUpdate) == 0 && len(result.NodeAllocation) == 0 {
+		return result, nil
+	}
+	now := time.Now().UnixNano()
+	req := &structs.ApplyPlanResultsRequest{EvalID: plan.EvalID, UpdatedAt: now}
+	for _, node := range sortedKeys(result.NodeUpdate) {
+		for _, a := range result.NodeUpdate[node] {
+			a.ModifyTime = now
+			req.AllocsStopped = append(req.AllocsStopped, a)
+		}
+	}
+	for _, node := range sortedKeys(result.NodeAllocation) {
+		for _, a := range result.NodeAllocation[node] {
+			if a.CreateTime == 0 {
+				a.CreateTime = now
+			}
+			a.ModifyTime = now
+			req.AllocsPlaced = append(req.AllocsPlaced, a)
+		}
+	}
+	_, index, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)
+	if err != nil {
+		return nil, fmt.Errorf("plan apply: %w", err)
+	}
+	result.AllocIndex = index
+	if result.RefreshIndex != 0 && index > result.RefreshIndex {
+		// The refreshed snapshot must include what was just committed, so
+		// the scheduler does not place it twice.
+		result.RefreshIndex = index
+	}
+	return result, nil
+}
+
+// planLogger is the part of hclog.Logger evaluatePlan uses.
+type planLogger interface {
+	Debug(msg string, args ...interface{})
+}
+
+// evaluatePlan checks every node of the plan against snap and returns the
+// parts that fit. Refused nodes are listed in RejectedNodes and
+// RefreshIndex is set to the snapshot's index.
+func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan, log planLogger) (*structs.PlanResult, error) {
+	result := &structs.PlanResult{
+		NodeUpdate:     map[string][]*structs.Allocation{},
+		NodeAllocation: map[string][]*structs.Allocation{},
+	}
+	nodes := map[string]struct{}{}
+	for n := range plan.NodeUpdate {
+		nodes[n] = struct{}{}
+	}
+	for n := range plan.NodeAllocation {
+		nodes[n] = struct{}{}
+	}
+	ids := make([]string, 0, len(nodes))
+	for n := range nodes {
+		ids = append(ids, n)
+	}
+	sort.Strings(ids)
+	for _, nodeID := range ids {
+		ok, reason, err := evaluateNodePlan(snap, plan, nodeID)
+		if err != nil {
+			return nil, fmt.Errorf("plan apply: node %s: %w", nodeID, err)
+		}
+		if !ok {
+			log.Debug("plan refused for node", "eval_id", plan.EvalID, "node_id", nodeID, "reason", reason)
+			result.RejectedNodes = append(result.RejectedNodes, nodeID)
+			continue
+		}
+		if u := plan.NodeUpdate[nodeID]; len(u) > 0 {
+			result.NodeUpdate[nodeID] = u
+		}
+		if a := plan.NodeAllocation[nodeID]; len(a) > 0 {
+			result.NodeAllocation[nodeID] = a
+		}
+	}
+	if len(result.RejectedNodes) > 0 {
+		idx, err := snap.LatestIndex()
+		if err != nil {
+			return nil, fmt.Errorf("plan apply: %w", err)
+		}
+		if idx == 0 {
+			idx = 1
+		}
+		result.RefreshIndex = idx
+	}
+	return result, nil
+}
+
+// evaluateNodePlan reports whether the plan's part for one node fits the
+// node in snap. A part that only stops allocations always fits. Otherwise
+// the node must exist and be Ready, and the allocations that hold resources
+// on it afterwards (existing ones, replaced by the plan's version when the
+// plan stops or updates them, plus the plan's placements; a stopped
+// allocation holds its resources until its client reports it terminal) must
+// together fit the node's CPU (MHz) and memory (MiB) minus its reserved
+// resources, and use every device instance at most once. Each device
+// instance a placement names must exist on the node in a healthy instance of
+// the named device group. reason explains a refusal; err is returned only
+// when the state could not be read.
+func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID string) (ok bool, reason string, err error) {
+	placements := plan.NodeAllocation[nodeID]
+	if len(placements) == 0 {
+		return true, "", nil
+	}
+	node, err := snap.NodeByID(nil, nodeID)
+	if err != nil {
+		return false, "", err
+	}
+	if node == nil {
+		return false, "node does not exist", nil
+	}
+	if !node.Ready() {
+		return false, fmt.Sprintf("node is not ready (status %q, eligibility %q)", node.Status, node.SchedulingEligibility), nil
+	}
+	existing, err := snap.AllocsByNode(nil, nodeID)
+	if err != nil {
+		return false, "", err
+	}
+	byID := make(map[string]*structs.Allocation, len(existing)+len(placements))
+	for _, a := range existing {
+		byID[a.ID] = a
+	}
+	for _, a := range plan.NodeUpdate[nodeID] {
+		byID[a.ID] = a
+	}
+	for _, a := range placements {
+		byID[a.ID] = a
+	}
+
+	// Device instances of the node: group ID and health per instance ID.
+	type inst struct {
+		group   string
+		healthy bool
+	}
+	instances := map[string]inst{}
+	var availCPU, availMem int64
+	if nr := node.NodeResources; nr != nil {
+		availCPU, availMem = nr.CPU, nr.MemoryMB
+		for _, g := range nr.Devices {
+			for _, in := range g.Instances {
+				instances[in.ID] = inst{group: g.ID(), healthy: in.Healthy}
+			}
+		}
+	}
+	if rr := node.ReservedResources; rr != nil {
+		availCPU -= rr.CPU
+		availMem -= rr.MemoryMB
+	}
+	for _, a := range placements {
+		if a.AllocatedResources == nil {
+			continue
+		}
+		for _, task := range sortedKeys(a.AllocatedResources.Tasks) {
+			for _, d := range a.AllocatedResources.Tasks[task].Devices {
+				for _, id := range d.DeviceIDs {
+					in, ok := instances[id]
+					switch {
+					case !ok:
+						return false, fmt.Sprintf("device %s: no such instance on node", id), nil
+					case !in.healthy:
+						return false, fmt.Sprintf("device %s: instance is unhealthy", id), nil
+					case in.group != d.ID():
+						return false, fmt.Sprintf("device %s: belongs to %q, not %q", id, in.group, d.ID()), nil
+					}
+				}
+			}
+		}
+	}
+
+	var usedCPU, usedMem int64
+	owner := map[string]string{}
+	for _, id := range sortedKeys(byID) {
+		a := byID[id]
+		if !a.HoldsResources() || a.AllocatedResources == nil {
+			continue
+		}
+		for _, task := range sortedKeys(a.AllocatedResources.Tasks) {
+			tr := a.AllocatedResources.Tasks[task]
+			usedCPU += tr.CPU
+			usedMem += tr.MemoryMB
+			for _, d := range tr.Devices {
+				for _, dev := range d.DeviceIDs {
+					if prev, dup := owner[dev]; dup {
+						return false, fmt.Sprintf("device %s: given to both alloc %s and alloc %s", dev, structs.ShortID(prev), structs.ShortID(a.ID)), nil
+					}
+					owner[dev] = a.ID
+				}
+			}
+		}
+	}
+	if usedCPU > availCPU {
+		return false, fmt.Sprintf("cpu: %d MHz needed, %d MHz available", usedCPU, availCPU), nil
+	}
+	if usedMem > availMem {
+		return false, fmt.Sprintf("memory: %d MiB needed, %d MiB available", usedMem, availMem), nil
+	}
+	return true, "", nil
+}
+
+// sortedKeys returns m's keys in order, so results and logs are
+// deterministic.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+// Raft storage and timing constants.
+const (
+	// raftLogCacheSize is the number of recent log entries kept in memory in
+	// front of the BoltDB log store.
+	raftLogCacheSize = 512
+	// raftSnapshotsRetained is the number of snapshots kept on disk.
+	raftSnapshotsRetained = 2
+	// raftApplyTimeout bounds how long one apply waits to be enqueued.
+	raftApplyTimeout = 30 * time.Second
+	// raftTransportTimeout is the TCP transport's I/O timeout.
+	raftTransportTimeout = 10 * time.Second
+	// raftTransportPool is the number of pooled TCP connections per peer.
+	raftTransportPool = 3
+)
+
+// setupRaft opens the Raft stores under <DataDir>/raft, creates the
+// transport (unless the config supplies one) and starts Raft. A data dir
+// without Raft state bootstraps a single-voter configuration with this
+// server; one with state resumes from it.
+func (s *Server) setupRaft() error {
+	cfg := s.config
+	raftDir := filepath.Join(cfg.DataDir, "raft")
+	if err := os.MkdirAll(filepath.Join(raftDir, "snapshots"), 0o700); err != nil {
+		return fmt.Errorf("raft: create data dir: %w", err)
+	}
+	if err := os.Chmod(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("raft: data dir mode: %w", err)
+	}
+
+	rlog := s.logger.Named("raft")
+	trans := cfg.Transport
+	if trans == nil {
+		t, err := raft.NewTCPTransportWithLogger(cfg.RaftBindAddr, nil, raftTransportPool, raftTransportTimeout, rlog)
+		if err != nil {
+			return fmt.Errorf("raft: listen on %s: %w", cfg.RaftBindAddr, err)
+		}
+		trans = t
+	}
+	s.raftTransport = trans
+
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(raftDir, "raft.db"),
+		// Fail instead of hanging when another process holds the file.
+		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second},
+	})
+	if err != nil {
+		return fmt.Errorf("raft: open log store: %w", err)
+	}
+	s.raftStore = store
+	logs, err := raft.NewLogCache(raftLogCacheSize, store)
+	if err != nil {
+		return fmt.Errorf("raft: log cache: %w", err)
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, raftSnapshotsRetained, rlog)
+	if err != nil {
+		return fmt.Errorf("raft: snapshot store: %w", err)
+	}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.NodeName)
+	rc.Logger = rlog
+	rc.NotifyCh = s.leaderCh
+	if cfg.DevMode {
+		// One voter: elections need no peers, so short timeouts give a
+		// leader in well under a second.
+		rc.HeartbeatTimeout = 200 * time.Millisecond
+		rc.ElectionTimeout = 200 * time.Millisecond
+		rc.LeaderLeaseTimeout = 100 * time.Millisecond
+		rc.CommitTimeout = 5 * time.Millisecond
+	}
+	if cfg.RaftSnapshotThreshold > 0 {
+		rc.SnapshotThreshold = cfg.RaftSnapshotThreshold
+		rc.TrailingLogs = cfg.RaftSnapshotThreshold
+	}
+	if err := raft.ValidateConfig(rc); err != nil {
+		return fmt.Errorf("raft: config: %w", err)
+	}
+
+	has, err := raft.HasExistingState(logs, store, snaps)
+	if err != nil {
+		return fmt.Errorf("raft: read existing state: %w", err)
+	}
+	if !has {
+		conf := raft.Configuration{Servers: []raft.Server{{
+			Suffrage: raft.Voter,
+			ID:       rc.LocalID,
+			Address:  trans.LocalAddr(),
+		}}}
+		if err := raft.BootstrapCluster(rc, logs, store, snaps, trans, conf); err != nil {
+			return fmt.Errorf("raft: bootstrap: %w", err)
+		}
+		s.logger.Info("bootstrapped single-server raft cluster", "id", rc.LocalID, "address", trans.LocalAddr())
+	}
+
+	r, err := raft.NewRaft(rc, s.fsm.RaftFSM(), logs, store, snaps, trans)
+	if err != nil {
+		return fmt.Errorf("raft: start: %w", err)
+	}
+	s.raft = r
+	return nil
+}
+
+// raftApply encodes msg with its type byte, applies it through Raft and
+// waits for the FSM. It returns the FSM's response and the entry's index; an
+// FSM response that is an error is returned as the error (its sentinels,
+// such as structs.ErrNotFound, survive errors.Is). It returns an error
+// wrapping structs.ErrNotLeader when this server is not the leader.
+func (s *Server) raftApply(t structs.MessageType, msg interface{}) (interface{}, uint64, error) {
+	buf, err := structs.Encode(t, msg)
+	if err != nil {
+		return nil, 0, err
+	}
+	f := s.raft.Apply(buf, raftApplyTimeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+			return nil, 0, fmt.Errorf("raft apply %s: %w: %v", t, structs.ErrNotLeader, err)
+		}
+		if errors.Is(err, raft.ErrRaftShutdown) {
+			return nil, 0, fmt.Errorf("raft apply %s: %w", t, structs.ErrShutdown)
+		}
+		return nil, 0, fmt.Errorf("raft apply %s: %w", t, err)
+	}
+	resp := f.Response()
+	if rerr, ok := resp.(error); ok {
+		return nil, f.Index(), rerr
+	}
+	return resp, f.Index(), nil
+}
+
+// shutdownRaft stops Raft and closes its transport and stores.
+func (s *Server) shutdownRaft() error {
+	var errs []error
+	if s.raft != nil {
+		if err := s.raft.Shutdown().Error(); err != nil {
+			errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
+		}
+	}
+	if c, ok := s.raftTransport.(raft.WithClose); ok {
+		if err := c.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("raft transport close: %w", err))
+		}
+	}
+	if s.raftStore != nil {
+		if err := s.raftStore.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("raft store close: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,288 @@
+// Package server is the GPUlayer server process: Raft (BoltDB log store,
+// file snapshots), the leader loop, the eval broker, blocked evaluations,
+// scheduler workers, the plan queue and plan applier, node heartbeats, and
+// the endpoints the HTTP API and in-process clients call. Its shape follows
+// Nomad's nomad/ package, in smaller files.
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpulayer/gpulayer/server/fsm"
+	"github.com/gpulayer/gpulayer/state"
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// DefaultRaftBindAddr is the Raft TCP address used when Config.RaftBindAddr
+// is empty.
+const DefaultRaftBindAddr = "127.0.0.1:4657"
+
+// Config configures a Server. Zero values take the defaults named on each
+// field.
+type Config struct {
+	// DataDir holds Raft data under <DataDir>/raft/{raft.db,snapshots/}; it
+	// is created with mode 0700. Required.
+	DataDir string
+	// NodeName is the server's name and Raft ID; empty means the hostname.
+	NodeName string
+	// RaftBindAddr is the Raft TCP address; empty means DefaultRaftBindAddr.
+	// Ignored when Transport is set.
+	RaftBindAddr string
+	// BootstrapExpect is the number of servers to wait for before
+	// bootstrapping; 0 or 1 runs a single server. More is not supported yet.
+	BootstrapExpect int
+	// NumSchedulers is the number of scheduler workers; 0 means 2.
+	NumSchedulers int
+	// DevMode shortens Raft timeouts for a single node (a leader in well
+	// under a second).
+	DevMode bool
+	// Logger is the parent logger; nil means hclog.NewNullLogger().
+	Logger hclog.Logger
+
+	// Transport, when set, replaces the TCP transport (tests use
+	// raft.NewInmemTransport). Shutdown closes it.
+	Transport raft.Transport
+	// RaftSnapshotThreshold, when positive, overrides the number of log
+	// entries between Raft snapshots (tests use a small value).
+	RaftSnapshotThreshold uint64
+	// MinHeartbeatTTL is the smallest heartbeat TTL handed to a node; zero
+	// means DefaultMinHeartbeatTTL (10 seconds).
+	MinHeartbeatTTL time.Duration
+	// HeartbeatGrace is added to a node's TTL before it is marked down;
+	// zero means DefaultHeartbeatGrace (10 seconds).
+	HeartbeatGrace time.Duration
+	// FailoverHeartbeatTTL is the first TTL given to every known node when
+	// this server becomes leader; zero means DefaultFailoverHeartbeatTTL
+	// (5 minutes).
+	FailoverHeartbeatTTL time.Duration
+	// EvalBroker tunes the eval broker; zero values take its defaults.
+	EvalBroker EvalBrokerConfig
+}
+
+// Server is one GPUlayer server. Create it with NewServer and stop it with
+// Shutdown. Its methods are safe for concurrent use.
+type Server struct {
+	config *Config
+	logger hclog.Logger
+
+	fsm           *fsm.FSM
+	raft          *raft.Raft
+	raftTransport raft.Transport
+	raftStore     io.Closer
+	leaderCh      chan bool
+
+	broker     *EvalBroker
+	blocked    *BlockedEvals
+	planQueue  *PlanQueue
+	heartbeats *heartbeats
+
+	// established is true while this server is leader and has finished
+	// establishing leadership (broker enabled, evaluations restored).
+	established atomic.Bool
+
+	shutdownCtx    context.Context
+	shutdownCancel context.CancelFunc
+	shutdownOnce   sync.Once
+	shutdownErr    error
+	wg             sync.WaitGroup
+}
+
+// NewServer opens the Raft stores under cfg.DataDir, bootstraps a
+// single-server Raft cluster when the directory holds no Raft state, and
+// starts the leader loop and the scheduler workers. It returns without
+// waiting for leadership (see WaitForLeader). It returns an error wrapping
+// structs.ErrInvalid for a bad config.
+func NewServer(cfg *Config) (*Server, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("server: %w: nil config", structs.ErrInvalid)
+	}
+	c := *cfg
+	if c.DataDir == "" {
+		return nil, fmt.Errorf("server: %w: data dir is required", structs.ErrInvalid)
+	}
+	if c.BootstrapExpect > 1 {
+		return nil, fmt.Errorf("server: %w: bootstrap_expect %d: multi-server clusters are not supported yet", structs.ErrInvalid, c.BootstrapExpect)
+	}
+	if c.NodeName == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			return nil, fmt.Errorf("server: node name: %w", err)
+		}
+		c.NodeName = h
+	}
+	if c.RaftBindAddr == "" {
+		c.RaftBindAddr = DefaultRaftBindAddr
+	}
+	if c.NumSchedulers <= 0 {
+		c.NumSchedulers = 2
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.MinHeartbeatTTL <= 0 {
+		c.MinHeartbeatTTL = DefaultMinHeartbeatTTL
+	}
+	if c.HeartbeatGrace <= 0 {
+		c.HeartbeatGrace = DefaultHeartbeatGrace
+	}
+	if c.FailoverHeartbeatTTL <= 0 {
+		c.FailoverHeartbeatTTL = DefaultFailoverHeartbeatTTL
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("server: data dir: %w", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		config:         &c,
+		logger:         c.Logger,
+		leaderCh:       make(chan bool, 16),
+		broker:         NewEvalBroker(c.EvalBroker),
+		planQueue:      NewPlanQueue(),
+		shutdownCtx:    ctx,
+		shutdownCancel: cancel,
+	}
+	s.blocked = NewBlockedEvals(s.broker)
+	s.heartbeats = newHeartbeats()
+	f, err := fsm.New(fsm.Config{Logger: s.logger, OnCapacityFreed: s.blocked.Unblock})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.fsm = f
+	if err := s.setupRaft(); err != nil {
+		cancel()
+		if cerr := s.shutdownRaft(); cerr != nil {
+			s.logger.Error("cleanup after failed start", "error", cerr)
+		}
+		return nil, fmt.Errorf("server: %w", err)
+	}
+
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.monitorLeadership(ctx)
+	}()
+	for i := 0; i < c.NumSchedulers; i++ {
+		w := newWorker(s, i)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			w.run(ctx)
+		}()
+	}
+	s.logger.Info("server started", "name", c.NodeName, "raft_addr", s.raftTransport.LocalAddr(), "schedulers", c.NumSchedulers)
+	return s, nil
+}
+
+// Shutdown stops the workers and the leader loop, then Raft, and closes the
+// Raft stores so the data dir can be opened again. It is safe to call more
+// than once; later calls return the first call's error.
+func (s *Server) Shutdown() error {
+	s.shutdownOnce.Do(func() {
+		s.logger.Info("server shutting down")
+		s.shutdownCancel()
+		s.wg.Wait()
+		s.revokeLeadership()
+		s.shutdownErr = s.shutdownRaft()
+	})
+	return s.shutdownErr
+}
+
+// WaitForLeader waits until the cluster has a leader and, when this server
+// is that leader, until it has finished establishing leadership (its eval
+// broker accepts work). It returns ctx's error when ctx ends first and
+// structs.ErrShutdown (wrapped) once the server shuts down.
+func (s *Server) WaitForLeader(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if s.raft.Leader() != "" && (!s.IsLeader() || s.established.Load()) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for leader: %w", ctx.Err())
+		case <-s.shutdownCtx.Done():
+			return fmt.Errorf("wait for leader: %w", structs.ErrShutdown)
+		case <-t.C:
+		}
+	}
+}
+
+// IsLeader reports whether this server is the Raft leader.
+func (s *Server) IsLeader() bool { return s.raft.State() == raft.Leader }
+
+// Leader returns the Raft address of the leader, or "" when none is known.
+func (s *Server) Leader() string {
+	addr, _ := s.raft.LeaderWithID()
+	return string(addr)
+}
+
+// Peers returns the Raft addresses of the servers in the configuration.
+func (s *Server) Peers() []string {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		s.logger.Warn("read raft configuration", "error", err)
+		return nil
+	}
+	var out []string
+	for _, srv := range f.Configuration().Servers {
+		out = append(out, string(srv.Address))
+	}
+	return out
+}
+
+// Stats returns Raft's statistics ("raft.state", "raft.last_log_index",
+// ...) and the server's ("broker.total_ready", "broker.total_unacked",
+// "broker.total_pending", "broker.total_waiting", "broker.total_failed",
+// "blocked.total_blocked", "plan.queue_depth", "heartbeat.timers").
+func (s *Server) Stats() map[string]string {
+	out := map[string]string{}
+	for k, v := range s.raft.Stats() {
+		out["raft."+k] = v
+	}
+	b := s.broker.Stats()
+	out["broker.total_ready"] = strconv.Itoa(b.TotalReady)
+	out["broker.total_unacked"] = strconv.Itoa(b.TotalUnacked)
+	out["broker.total_pending"] = strconv.Itoa(b.TotalPending)
+	out["broker.total_waiting"] = strconv.Itoa(b.TotalWaiting)
+	out["broker.total_failed"] = strconv.Itoa(b.TotalFailed)
+	bl := s.blocked.Stats()
+	out["blocked.total_blocked"] = strconv.Itoa(bl.TotalBlocked)
+	out["blocked.total_unblocked"] = strconv.FormatUint(bl.TotalUnblocked, 10)
+	out["plan.queue_depth"] = strconv.Itoa(s.planQueue.Depth())
+	out["heartbeat.timers"] = strconv.Itoa(s.heartbeats.count())
+	out["leader"] = strconv.FormatBool(s.IsLeader())
+	out["server.name"] = s.config.NodeName
+	return out
+}
+
+// State returns the current state store (for tests and in-process readers).
+// It must not be written to.
+func (s *Server) State() *state.StateStore { return s.fsm.State() }
+
+// checkLeader returns an error wrapping structs.ErrNotLeader unless this
+// server is the leader (forwarding to the leader is a later step), and
+// structs.ErrShutdown once the server shuts down.
+func (s *Server) checkLeader() error {
+	if s.shutdownCtx.Err() != nil {
+		return fmt.Errorf("server: %w", structs.ErrShutdown)
+	}
+	if !s.IsLeader() {
+		if s.raft.Leader() == "" {
+			return fmt.Errorf("server: %w (%w)", structs.ErrNotLeader, structs.ErrNoLeader)
+		}
+		return fmt.Errorf("server: %w", structs.ErrNotLeader)
+	}
+	return nil
+}
