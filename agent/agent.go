@@ -127,7 +127,7 @@ func (a *Agent) start() error {
 	}
 
 	hcfg := agenthttp.Config{
-		Logger: a.logger.Named("http"),
+		Logger: a.logger,
 		Self:   a.self,
 	}
 	if a.server != nil {
