@@ -1,0 +1,306 @@
+package client
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// allocRunner runs one allocation: a task runner per task, the alloc's
+// client status derived from their states, and stop on request.
+type allocRunner struct {
+	c        *Client
+	logger   hclog.Logger
+	allocDir string
+	// alloc is the allocation as first received. It is never mutated, so
+	// task runners read it without locking.
+	alloc *structs.Allocation
+
+	mu            sync.Mutex
+	taskStates    map[string]*structs.TaskState
+	tasks         map[string]*taskRunner
+	clientStatus  string
+	clientDesc    string
+	stopRequested bool
+	// quiet is set when the client shuts down: nothing more is reported.
+	quiet bool
+
+	done chan struct{}
+}
+
+func newAllocRunner(c *Client, alloc *structs.Allocation) *allocRunner {
+	return &allocRunner{
+		c:            c,
+		logger:       c.logger.Named("alloc_runner").With("alloc_id", alloc.ID),
+		allocDir:     filepath.Join(c.cfg.DataDir, "allocs", alloc.ID),
+		alloc:        alloc,
+		taskStates:   map[string]*structs.TaskState{},
+		tasks:        map[string]*taskRunner{},
+		clientStatus: structs.AllocClientStatusPending,
+		done:         make(chan struct{}),
+	}
+}
+
+func (ar *allocRunner) jobName() string {
+	if ar.alloc.Job != nil {
+		return ar.alloc.Job.Name
+	}
+	return ar.alloc.JobID
+}
+
+// run starts every task and returns once all are dead.
+func (ar *allocRunner) run() {
+	defer close(ar.done)
+	tg, err := ar.prepare()
+	if err != nil {
+		ar.logger.Error("allocation cannot run", "error", err)
+		ar.mu.Lock()
+		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusFailed, err.Error()
+		ar.mu.Unlock()
+		ar.finish()
+		return
+	}
+	ar.mu.Lock()
+	for _, t := range tg.Tasks {
+		drv := ar.c.driver(t.Driver)
+		tr := newTaskRunner(ar, t, drv, tg.RestartPolicy)
+		ar.tasks[t.Name] = tr
+		ar.taskStates[t.Name] = &structs.TaskState{
+			State:  structs.TaskStatePending,
+			Events: []*structs.TaskEvent{{Type: structs.TaskEventReceived, Time: time.Now().UnixNano(), Message: "Task received by client", DisplayMessage: "Task received by client"}},
+		}
+	}
+	stop := ar.stopRequested
+	ar.mu.Unlock()
+	ar.changed()
+
+	for _, t := range tg.Tasks {
+		tr := ar.tasks[t.Name]
+		if tr.drv == nil {
+			tr.dead(tr.event(structs.TaskEventDriverFailure, fmt.Sprintf("driver %q is not available on this node", t.Driver), nil), true)
+			close(tr.done)
+			continue
+		}
+		if stop {
+			tr.kill()
+		}
+		go tr.run()
+	}
+	for _, tr := range ar.tasks {
+		<-tr.done
+	}
+	ar.finish()
+}
+
+// prepare checks the allocation and builds its directory.
+func (ar *allocRunner) prepare() (*structs.TaskGroup, error) {
+	if ar.alloc.Job == nil {
+		return nil, fmt.Errorf("allocation has no job")
+	}
+	tg := ar.alloc.Job.LookupTaskGroup(ar.alloc.TaskGroup)
+	if tg == nil {
+		return nil, fmt.Errorf("job %q has no task group %q", ar.alloc.Job.ID, ar.alloc.TaskGroup)
+	}
+	if len(tg.Tasks) == 0 {
+		return nil, fmt.Errorf("task group %q has no tasks", tg.Name)
+	}
+	if err := os.MkdirAll(ar.allocDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create alloc directory: %w", err)
+	}
+	return tg, nil
+}
+
+// finish records the final status locally and reports it.
+func (ar *allocRunner) finish() {
+	ar.mu.Lock()
+	quiet := ar.quiet
+	rec := &allocRecord{ClientStatus: ar.clientStatus, ClientDescription: ar.clientDesc, TaskStates: copyTaskStates(ar.taskStates)}
+	ar.mu.Unlock()
+	if quiet {
+		return
+	}
+	if structs.AllocClientStatusComplete == rec.ClientStatus || structs.AllocClientStatusFailed == rec.ClientStatus {
+		if err := ar.c.state.putTerminal(ar.alloc.ID, rec); err != nil {
+			ar.logger.Error("record final alloc status", "error", err)
+		}
+	}
+	ar.logger.Info("allocation finished", "client_status", rec.ClientStatus)
+	ar.changed()
+}
+
+// updateTask appends an event to a task's state, applies mod, recomputes
+// the alloc status and reports it. A task that failed kills its siblings.
+func (ar *allocRunner) updateTask(name string, e *structs.TaskEvent, mod func(ts *structs.TaskState)) {
+	ar.mu.Lock()
+	ts := ar.taskStates[name]
+	if ts == nil {
+		ts = &structs.TaskState{State: structs.TaskStatePending}
+		ar.taskStates[name] = ts
+	}
+	if e != nil {
+		ts.Events = append(ts.Events, e)
+		if len(ts.Events) > maxTaskEvents {
+			ts.Events = ts.Events[len(ts.Events)-maxTaskEvents:]
+		}
+	}
+	if mod != nil {
+		mod(ts)
+	}
+	failed := ts.State == structs.TaskStateDead && ts.Failed
+	ar.recompute()
+	var siblings []*taskRunner
+	if failed {
+		for n, tr := range ar.tasks {
+			if n != name {
+				siblings = append(siblings, tr)
+			}
+		}
+	}
+	ar.mu.Unlock()
+	for _, tr := range siblings {
+		tr.kill()
+	}
+	ar.changed()
+}
+
+// maxTaskEvents bounds the events kept per task, as Nomad does (10).
+const maxTaskEvents = 10
+
+// recompute derives the alloc's client status from its task states:
+// failed or complete once every task is dead, running while any task runs,
+// else pending. Call with ar.mu held.
+func (ar *allocRunner) recompute() {
+	if len(ar.taskStates) == 0 {
+		return
+	}
+	var running, dead int
+	var failed []string
+	for name, ts := range ar.taskStates {
+		switch ts.State {
+		case structs.TaskStateRunning:
+			running++
+		case structs.TaskStateDead:
+			dead++
+			if ts.Failed {
+				failed = append(failed, name)
+			}
+		}
+	}
+	switch {
+	case dead == len(ar.taskStates) && len(failed) > 0:
+		sort.Strings(failed)
+		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusFailed, "Failed tasks: "+strings.Join(failed, ", ")
+	case dead == len(ar.taskStates):
+		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusComplete, "All tasks have completed"
+	case running > 0:
+		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusRunning, "Tasks are running"
+	default:
+		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusPending, "No tasks have started"
+	}
+}
+
+// changed queues the alloc's current status for the servers.
+func (ar *allocRunner) changed() {
+	ar.mu.Lock()
+	if ar.quiet {
+		ar.mu.Unlock()
+		return
+	}
+	up := &structs.Allocation{
+		ID:                ar.alloc.ID,
+		NodeID:            ar.alloc.NodeID,
+		ClientStatus:      ar.clientStatus,
+		ClientDescription: ar.clientDesc,
+		TaskStates:        copyTaskStates(ar.taskStates),
+	}
+	ar.mu.Unlock()
+	ar.c.sync.enqueue(up)
+}
+
+// status returns the alloc's client status.
+func (ar *allocRunner) status() string {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.clientStatus
+}
+
+// update applies a newer copy of the allocation from the servers: a
+// desired status of stop or evict stops every task.
+func (ar *allocRunner) update(a *structs.Allocation) {
+	if a.DesiredStatus == structs.AllocDesiredStatusRun {
+		return
+	}
+	ar.stop()
+}
+
+// stop kills every task; they end dead and not failed.
+func (ar *allocRunner) stop() {
+	ar.mu.Lock()
+	if ar.stopRequested {
+		ar.mu.Unlock()
+		return
+	}
+	ar.stopRequested = true
+	trs := make([]*taskRunner, 0, len(ar.tasks))
+	for _, tr := range ar.tasks {
+		trs = append(trs, tr)
+	}
+	ar.mu.Unlock()
+	ar.logger.Info("stopping allocation")
+	for _, tr := range trs {
+		tr.kill()
+	}
+}
+
+// shutdown kills the tasks without reporting anything (the client is
+// shutting down) and waits for the runner to end.
+func (ar *allocRunner) shutdown() {
+	ar.mu.Lock()
+	ar.quiet = true
+	ar.mu.Unlock()
+	ar.stop()
+	<-ar.done
+}
+
+// taskDead reports whether the task is dead, or unknown.
+func (ar *allocRunner) taskDead(task string) bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ts, ok := ar.taskStates[task]
+	if !ok {
+		select {
+		case <-ar.done:
+			return true
+		default:
+			return false
+		}
+	}
+	return ts.State == structs.TaskStateDead
+}
+
+func copyTaskStates(m map[string]*structs.TaskState) map[string]*structs.TaskState {
+	out := make(map[string]*structs.TaskState, len(m))
+	for k, v := range m {
+		out[k] = v.Copy()
+	}
+	return out
+}
+
+// driverFor returns the driver named name, or nil.
+func driverFor(drivers []driver.Driver, name string) driver.Driver {
+	for _, d := range drivers {
+		if d.Name() == name {
+			return d
+		}
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+// Package client is the worker side of GPUlayer: it fingerprints the host
+// (CPU, memory, GPUs, drivers), registers the node with the servers, keeps
+// it alive with heartbeats, watches the node's allocations with a blocking
+// query and runs each one with an alloc runner, reporting status back.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// Client is a running client agent. Create it with NewClient and stop it
+// with Shutdown.
+type Client struct {
+	cfg    *Config
+	logger hclog.Logger
+	state  *stateDB
+	sync   *allocSyncer
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	node    *structs.Node
+	ttl     time.Duration
+	runners map[string]*allocRunner
+	// finished holds the final status of allocations finished in an
+	// earlier life of this client, from the state file.
+	finished map[string]*allocRecord
+
+	shutdownOnce sync.Once
+}
+
+// NewClient fingerprints the host, registers the node (retrying with
+// backoff for up to cfg.RegisterTimeout) and starts the heartbeat, alloc
+// watch and status sync loops. It returns once the node is registered.
+// Errors: a bad config (wrapping structs.ErrInvalid), an unusable DataDir,
+// or the last registration error when the timeout passes.
+func NewClient(cfg *Config) (*Client, error) {
+	c0, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(c0.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create client data dir: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(c0.DataDir, "allocs"), 0o700); err != nil {
+		return nil, fmt.Errorf("create allocs dir: %w", err)
+	}
+	c := &Client{cfg: c0, logger: c0.Logger, runners: map[string]*allocRunner{}}
+	c.sync = newAllocSyncer(c0.Servers, c.logger, c0.SyncInterval)
+
+	node, err := c.buildNode()
+	if err != nil {
+		return nil, err
+	}
+	c.node = node
+	c.state, err = openState(c0.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if c.finished, err = c.state.terminal(); err != nil {
+		c.state.close()
+		return nil, err
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+
+	regCtx, cancel := context.WithTimeout(c.ctx, c0.RegisterTimeout)
+	err = c.registerWithRetry(regCtx)
+	cancel()
+	if err != nil {
+		c.cancel()
+		c.state.close()
+		return nil, err
+	}
+	c.wg.Add(3)
+	go func() { defer c.wg.Done(); c.heartbeatLoop() }()
+	go func() { defer c.wg.Done(); c.watchAllocs() }()
+	go func() { defer c.wg.Done(); c.sync.run(c.ctx) }()
+	return c, nil
+}
+
+// buildNode assembles the node from the persisted identity and the
+// fingerprint.
+func (c *Client) buildNode() (*structs.Node, error) {
+	id, err := loadOrCreateID(c.cfg.DataDir, "node-id")
+	if err != nil {
+		return nil, fmt.Errorf("node ID: %w", err)
+	}
+	secret, err := loadOrCreateID(c.cfg.DataDir, "node-secret")
+	if err != nil {
+		return nil, fmt.Errorf("node secret: %w", err)
+	}
+	n := &structs.Node{
+		ID:                    id,
+		SecretID:              secret,
+		Name:                  c.cfg.NodeName,
+		Datacenter:            c.cfg.Datacenter,
+		NodeClass:             c.cfg.NodeClass,
+		HTTPAddr:              c.cfg.HTTPAddr,
+		Attributes:            map[string]string{},
+		Meta:                  map[string]string{},
+		Drivers:               map[string]*structs.DriverInfo{},
+		Status:                structs.NodeStatusReady,
+		SchedulingEligibility: structs.NodeSchedulingEligible,
+	}
+	for k, v := range c.cfg.Meta {
+		n.Meta[k] = v
+	}
+	if err := fingerprintHost(n); err != nil {
+		return nil, err
+	}
+	if n.Name == "" {
+		n.Name = n.Attributes["unique.hostname"]
+	}
+	for _, d := range c.cfg.Drivers {
+		info := d.Fingerprint()
+		n.Drivers[d.Name()] = info
+		if info != nil && info.Detected && info.Healthy {
+			n.Attributes["driver."+d.Name()] = "1"
+		}
+		if info != nil {
+			for k, v := range info.Attributes {
+				n.Attributes[k] = v
+			}
+		}
+	}
+	n.NodeResources.Devices = c.fingerprintDevices(id)
+	c.logger.Info("node fingerprinted", "node_id", id, "name", n.Name, "cpu_mhz", n.NodeResources.CPU,
+		"memory_mib", n.NodeResources.MemoryMB, "device_groups", len(n.NodeResources.Devices))
+	return n, nil
+}
+
+// registerWithRetry registers the node, retrying with exponential backoff
+// (250 ms doubling to 10 s) until it succeeds or ctx ends.
+func (c *Client) registerWithRetry(ctx context.Context) error {
+	backoff := 250 * time.Millisecond
+	for {
+		err := c.register(ctx)
+		if err == nil {
+			return nil
+		}
+		c.logger.Warn("node registration failed; retrying", "error", err, "retry_in", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("register node: %w (gave up: %v)", err, ctx.Err())
+		case <-t.C:
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func (c *Client) register(ctx context.Context) error {
+	node := c.Node()
+	ttl, err := c.cfg.Servers.NodeRegister(ctx, node)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.ttl = ttl
+	c.mu.Unlock()
+	c.logger.Info("node registered", "node_id", node.ID, "heartbeat_ttl", ttl)
+	return nil
+}
+
+// heartbeatInterval is half the TTL less up to a tenth of it at random,
+// so many clients do not beat in step; 1 second when the TTL is unknown.
+func heartbeatInterval(ttl time.Duration) time.Duration {
+	if ttl <= 0 {
+		return time.Second
+	}
+	d := ttl / 2
+	if j := int64(ttl / 10); j > 0 {
+		d -= time.Duration(rand.Int64N(j))
+	}
+	return max(d, 10*time.Millisecond)
+}
+
+// heartbeatLoop keeps the node alive. A heartbeat the server answers with
+// structs.ErrNotFound registers the node again; other errors retry sooner.
+func (c *Client) heartbeatLoop() {
+	failures := 0
+	for {
+		c.mu.Lock()
+		wait := heartbeatInterval(c.ttl)
+		c.mu.Unlock()
+		if failures > 0 {
+			wait = min(time.Duration(failures)*250*time.Millisecond, wait, 5*time.Second)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-c.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		ttl, err := c.cfg.Servers.NodeUpdateStatus(c.ctx, c.nodeID(), structs.NodeStatusReady)
+		switch {
+		case err == nil:
+			failures = 0
+			if ttl > 0 {
+				c.mu.Lock()
+				c.ttl = ttl
+				c.mu.Unlock()
+			}
+		case c.ctx.Err() != nil:
+			return
+		case errors.Is(err, structs.ErrNotFound):
+			c.logger.Warn("server does not know this node; registering again")
+			if err := c.register(c.ctx); err != nil {
+				failures++
+				c.logger.Warn("re-registration failed", "error", err)
+			} else {
+				failures = 0
+			}
+		default:
+			failures++
+			c.logger.Warn("heartbeat failed", "error", err, "failures", failures)
+		}
+	}
+}
+
+func (c *Client) nodeID() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node.ID
+}
+
+// Node returns a copy of the node as registered.
+func (c *Client) Node() *structs.Node {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.node.Copy()
+}
+
+// NumAllocs returns how many allocations the client holds a runner for,
+// running or finished (finished ones keep their logs readable).
+func (c *Client) NumAllocs() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.runners)
+}
+
+// driver returns the configured driver named name, or nil.
+func (c *Client) driver(name string) driver.Driver { return driverFor(c.cfg.Drivers, name) }
+
+// Shutdown stops the loops and kills running tasks without reporting them
+// to the servers (a restarted client finds them non-terminal and runs them
+// again). Status updates queued before Shutdown are flushed for up to 2
+// seconds. It is safe to call more than once.
+func (c *Client) Shutdown() error {
+	var err error
+	c.shutdownOnce.Do(func() {
+		c.logger.Info("client shutting down")
+		c.mu.Lock()
+		runners := make([]*allocRunner, 0, len(c.runners))
+		for _, ar := range c.runners {
+			runners = append(runners, ar)
+		}
+		c.mu.Unlock()
+		c.cancel()
+		c.wg.Wait()
+		var wg sync.WaitGroup
+		for _, ar := range runners {
+			wg.Add(1)
+			go func() { defer wg.Done(); ar.shutdown() }()
+		}
+		wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if ferr := c.sync.flush(ctx); ferr != nil {
+			c.logger.Warn("final status update failed", "error", ferr)
+		}
+		cancel()
+		err = c.state.close()
+	})
+	return err
+}
+
+// AllocLogs streams a task's stdout or stderr (logType "stdout" or
+// "stderr") from its oldest kept rotated file on. With follow it keeps
+// streaming across rotations until ctx is done or the task is dead and
+// everything was read (then io.EOF). Errors: structs.ErrNotFound for an
+// unknown allocation or task, structs.ErrInvalid for another logType.
+func (c *Client) AllocLogs(ctx context.Context, allocID, task, logType string, follow bool) (io.ReadCloser, error) {
+	if logType != "stdout" && logType != "stderr" {
+		return nil, fmt.Errorf("%w: log type must be \"stdout\" or \"stderr\", got %q", structs.ErrInvalid, logType)
+	}
+	if !pathElem(allocID) || !pathElem(task) {
+		return nil, fmt.Errorf("%w: allocation %q task %q", structs.ErrNotFound, allocID, task)
+	}
+	c.mu.Lock()
+	ar := c.runners[allocID]
+	c.mu.Unlock()
+	var dead func() bool
+	if ar != nil {
+		var tg *structs.TaskGroup
+		if ar.alloc.Job != nil {
+			tg = ar.alloc.Job.LookupTaskGroup(ar.alloc.TaskGroup)
+		}
+		if tg == nil || tg.LookupTask(task) == nil {
+			return nil, fmt.Errorf("%w: task %q in allocation %s", structs.ErrNotFound, task, allocID)
+		}
+		dead = func() bool { return ar.taskDead(task) }
+	} else {
+		// An allocation from an earlier life of this client: its files
+		// remain, and nothing runs.
+		dead = func() bool { return true }
+	}
+	logDir := filepath.Join(c.cfg.DataDir, "allocs", allocID, task, "logs")
+	if _, err := os.Stat(logDir); err != nil {
+		if ar == nil {
+			return nil, fmt.Errorf("%w: allocation %s", structs.ErrNotFound, allocID)
+		}
+		// Known task whose directory is not built yet: follow waits for it.
+	}
+	return newLogReader(ctx, logDir, task+"."+logType, follow, dead), nil
+}
+
+// pathElem reports whether s is a single, plain path element, so IDs from
+// requests cannot walk out of the allocs directory.
+func pathElem(s string) bool {
+	return s != "" && s != "." && s != ".." && filepath.Base(s) == s && !strings.ContainsAny(s, `/\`)
+}

@@ -1,0 +1,133 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/agent/driver/native"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// ServerConn is how the client reaches the servers. The in-process
+// *server.Server implements it in dev mode; an HTTP implementation serves
+// remote clients. The client cannot tell which it has.
+type ServerConn interface {
+	// NodeRegister creates or updates the node and returns the heartbeat
+	// TTL the server expects.
+	NodeRegister(ctx context.Context, node *structs.Node) (heartbeatTTL time.Duration, err error)
+	// NodeUpdateStatus is the heartbeat. It returns an error wrapping
+	// structs.ErrNotFound when the server does not know the node, and the
+	// client then registers again.
+	NodeUpdateStatus(ctx context.Context, nodeID, status string) (heartbeatTTL time.Duration, err error)
+	// NodeAllocations is a blocking query for every allocation placed on
+	// the node.
+	NodeAllocations(ctx context.Context, nodeID string, q *structs.QueryOptions) ([]*structs.Allocation, structs.QueryMeta, error)
+	// UpdateAllocs reports client-side status: each allocation carries ID,
+	// NodeID, ClientStatus, ClientDescription and TaskStates only.
+	UpdateAllocs(ctx context.Context, allocs []*structs.Allocation) error
+}
+
+// Config configures a Client. Zero values get the defaults documented per
+// field.
+type Config struct {
+	// DataDir is the client's own directory (mode 0700): node-id,
+	// node-secret, state.db and allocs/<alloc-id>/<task>/{local,secrets,
+	// logs,outputs}. Required.
+	DataDir string
+	// NodeName defaults to the host name.
+	NodeName string
+	// Datacenter defaults to "dc1".
+	Datacenter string
+	NodeClass  string
+	// HTTPAddr is the agent's HTTP address, advertised for log proxying.
+	HTTPAddr string
+	Meta     map[string]string
+	DevMode  bool
+	// DevGPUs is how many simulated NVIDIA GPUs a dev-mode client adds when
+	// it finds no real GPU: a negative value means the default of 2, and 0
+	// disables them. Ignored outside dev mode.
+	DevGPUs int
+	// SimulatedDevices are added to the node's devices as declared (tests,
+	// config files), whatever the mode.
+	SimulatedDevices []*structs.DeviceGroup
+	// Servers is required.
+	Servers ServerConn
+	// Logger defaults to a null logger.
+	Logger hclog.Logger
+	// Drivers default to the native driver.
+	Drivers []driver.Driver
+	// LogMaxFiles is how many rotated files of each task stream are kept;
+	// default 10.
+	LogMaxFiles int
+	// LogMaxFileSizeMB is the size in MiB at which a log file rotates;
+	// default 10.
+	LogMaxFileSizeMB int
+	// RegisterTimeout bounds how long NewClient keeps retrying the first
+	// registration; default 1 minute.
+	RegisterTimeout time.Duration
+	// SyncInterval is how often allocation status updates are batched to
+	// the servers; default 200 milliseconds.
+	SyncInterval time.Duration
+
+	// logMaxFileSizeBytes overrides LogMaxFileSizeMB in tests.
+	logMaxFileSizeBytes int64
+	// detectGPUs replaces NVML detection in tests.
+	detectGPUs func() ([]*structs.DeviceGroup, error)
+}
+
+// Defaults used when Config fields are zero.
+const (
+	DefaultDatacenter       = "dc1"
+	DefaultDevGPUs          = 2
+	DefaultLogMaxFiles      = 10
+	DefaultLogMaxFileSizeMB = 10
+	DefaultRegisterTimeout  = time.Minute
+	DefaultSyncInterval     = 200 * time.Millisecond
+)
+
+// withDefaults returns a copy of cfg with defaults filled, or an error
+// wrapping structs.ErrInvalid.
+func (cfg *Config) withDefaults() (*Config, error) {
+	if cfg == nil {
+		return nil, fmt.Errorf("%w: client config is nil", structs.ErrInvalid)
+	}
+	c := *cfg
+	if c.DataDir == "" {
+		return nil, fmt.Errorf("%w: client config: DataDir is required", structs.ErrInvalid)
+	}
+	if c.Servers == nil {
+		return nil, fmt.Errorf("%w: client config: Servers is required", structs.ErrInvalid)
+	}
+	if c.Datacenter == "" {
+		c.Datacenter = DefaultDatacenter
+	}
+	if c.DevGPUs < 0 {
+		c.DevGPUs = DefaultDevGPUs
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if len(c.Drivers) == 0 {
+		c.Drivers = []driver.Driver{native.New(c.Logger.Named("driver"))}
+	}
+	if c.LogMaxFiles <= 0 {
+		c.LogMaxFiles = DefaultLogMaxFiles
+	}
+	if c.LogMaxFileSizeMB <= 0 {
+		c.LogMaxFileSizeMB = DefaultLogMaxFileSizeMB
+	}
+	if c.logMaxFileSizeBytes <= 0 {
+		c.logMaxFileSizeBytes = int64(c.LogMaxFileSizeMB) * 1024 * 1024
+	}
+	if c.RegisterTimeout <= 0 {
+		c.RegisterTimeout = DefaultRegisterTimeout
+	}
+	if c.SyncInterval <= 0 {
+		c.SyncInterval = DefaultSyncInterval
+	}
+	return &c, nil
+}

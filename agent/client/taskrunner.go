@@ -1,0 +1,298 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// Sub-directories of every task directory.
+var taskSubdirs = []string{"local", "secrets", "logs", "outputs"}
+
+// taskRunner runs one task of an allocation through its driver, restarting
+// it per the group's restart policy, until it is dead.
+type taskRunner struct {
+	ar      *allocRunner
+	task    *structs.Task
+	drv     driver.Driver
+	taskDir string
+	logger  hclog.Logger
+	restart *restartTracker
+
+	killOnce sync.Once
+	killCh   chan struct{}
+	done     chan struct{}
+}
+
+func newTaskRunner(ar *allocRunner, task *structs.Task, drv driver.Driver, rp *structs.RestartPolicy) *taskRunner {
+	jobType := ""
+	if ar.alloc.Job != nil {
+		jobType = ar.alloc.Job.Type
+	}
+	return &taskRunner{
+		ar:      ar,
+		task:    task,
+		drv:     drv,
+		taskDir: filepath.Join(ar.allocDir, task.Name),
+		logger:  ar.logger.With("task", task.Name),
+		restart: newRestartTracker(rp, jobType),
+		killCh:  make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+}
+
+// kill asks the task to stop; run then stops it with the task's kill
+// signal and timeout and marks it dead, not failed.
+func (tr *taskRunner) kill() { tr.killOnce.Do(func() { close(tr.killCh) }) }
+
+func (tr *taskRunner) killed() bool {
+	select {
+	case <-tr.killCh:
+		return true
+	default:
+		return false
+	}
+}
+
+func (tr *taskRunner) event(typ, display string, mod func(e *structs.TaskEvent)) *structs.TaskEvent {
+	e := &structs.TaskEvent{Type: typ, Time: time.Now().UnixNano(), Message: display, DisplayMessage: display}
+	if mod != nil {
+		mod(e)
+	}
+	return e
+}
+
+// setState records an event and changes the task's state under the alloc
+// runner's lock, then lets the alloc runner report the change.
+func (tr *taskRunner) setState(e *structs.TaskEvent, mod func(ts *structs.TaskState)) {
+	tr.ar.updateTask(tr.task.Name, e, mod)
+}
+
+// dead marks the task dead (failed or not) with a final event.
+func (tr *taskRunner) dead(e *structs.TaskEvent, failed bool) {
+	tr.setState(e, func(ts *structs.TaskState) {
+		ts.State = structs.TaskStateDead
+		ts.Failed = failed
+		ts.FinishedAt = time.Now().UnixNano()
+	})
+}
+
+// run is the task's life. It returns once the task is dead.
+func (tr *taskRunner) run() {
+	defer close(tr.done)
+	stdout, stderr, err := tr.setup()
+	if err != nil {
+		tr.logger.Error("task setup failed", "error", err)
+		tr.dead(tr.event(structs.TaskEventSetupFailure, err.Error(), nil), true)
+		return
+	}
+	defer stdout.Close()
+	defer stderr.Close()
+	tr.setState(tr.event(structs.TaskEventSetup, "Building Task Directory", nil), nil)
+
+	for {
+		if tr.killed() {
+			tr.dead(tr.event(structs.TaskEventKilled, "Task killed before it started", nil), false)
+			return
+		}
+		res, killed, err := tr.runOnce(stdout, stderr)
+		if err != nil {
+			tr.logger.Error("task failed to start", "error", err)
+			tr.dead(tr.event(structs.TaskEventDriverFailure, err.Error(), func(e *structs.TaskEvent) {
+				e.Details = map[string]string{"driver": tr.drv.Name()}
+			}), true)
+			return
+		}
+		if killed {
+			tr.dead(tr.event(structs.TaskEventKilled, "Task successfully killed", func(e *structs.TaskEvent) {
+				e.ExitCode, e.Signal = res.ExitCode, res.Signal
+			}), false)
+			return
+		}
+		if tr.jobType() == structs.JobTypeBatch && res.Successful() {
+			tr.dead(tr.event(structs.TaskEventTerminated, terminatedMessage(res), func(e *structs.TaskEvent) {
+				e.ExitCode, e.Signal = res.ExitCode, res.Signal
+			}), false)
+			return
+		}
+		tr.setState(tr.event(structs.TaskEventTerminated, terminatedMessage(res), func(e *structs.TaskEvent) {
+			e.ExitCode, e.Signal = res.ExitCode, res.Signal
+		}), func(ts *structs.TaskState) { ts.ExitCode = res.ExitCode })
+
+		restart, delay, reason := tr.restart.next()
+		if !restart {
+			tr.dead(tr.event(structs.TaskEventNotRestarting, reason, nil), true)
+			return
+		}
+		tr.setState(tr.event(structs.TaskEventRestarting, fmt.Sprintf("%s: restarting in %s", reason, delay), func(e *structs.TaskEvent) {
+			e.Details = map[string]string{"restart_delay": delay.String()}
+		}), func(ts *structs.TaskState) {
+			ts.State = structs.TaskStatePending
+			ts.Restarts++
+		})
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-tr.killCh:
+			t.Stop()
+			tr.dead(tr.event(structs.TaskEventKilled, "Task killed while waiting to restart", nil), false)
+			return
+		}
+	}
+}
+
+func (tr *taskRunner) jobType() string {
+	if j := tr.ar.alloc.Job; j != nil {
+		return j.Type
+	}
+	return ""
+}
+
+func terminatedMessage(r *driver.ExitResult) string {
+	msg := fmt.Sprintf("Exit Code: %d", r.ExitCode)
+	if r.Signal != 0 {
+		msg += fmt.Sprintf(", Signal: %d", r.Signal)
+	}
+	if r.OOMKilled {
+		msg += ", OOM Killed"
+	}
+	if r.Err != nil {
+		msg += ", Exit Message: " + r.Err.Error()
+	}
+	return msg
+}
+
+// runOnce starts the task and waits for it to exit or be killed. It
+// returns a start error, or the exit result and whether it was killed.
+func (tr *taskRunner) runOnce(stdout, stderr *rotatingWriter) (*driver.ExitResult, bool, error) {
+	cfg := &driver.TaskConfig{
+		ID:        tr.ar.alloc.ID + "/" + tr.task.Name,
+		AllocID:   tr.ar.alloc.ID,
+		JobName:   tr.ar.jobName(),
+		TaskGroup: tr.ar.alloc.TaskGroup,
+		Name:      tr.task.Name,
+		Config:    tr.task.Config,
+		Env:       tr.env(),
+		TaskDir:   tr.taskDir,
+		Stdout:    stdout,
+		Stderr:    stderr,
+		Resources: tr.resources(),
+	}
+	h, err := tr.drv.StartTask(cfg)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() {
+		if err := tr.drv.DestroyTask(cfg.ID); err != nil {
+			tr.logger.Debug("destroy task", "error", err)
+		}
+	}()
+	tr.setState(tr.event(structs.TaskEventStarted, "Task started by client", func(e *structs.TaskEvent) {
+		e.Details = map[string]string{"pid": strconv.Itoa(h.PID)}
+	}), func(ts *structs.TaskState) {
+		ts.State = structs.TaskStateRunning
+		if ts.StartedAt == 0 {
+			ts.StartedAt = h.StartedAt.UnixNano()
+		}
+	})
+	waitCh, err := tr.drv.WaitTask(context.Background(), cfg.ID)
+	if err != nil {
+		return nil, false, fmt.Errorf("wait for task: %w", err)
+	}
+	select {
+	case res := <-waitCh:
+		if res == nil {
+			res = &driver.ExitResult{ExitCode: -1, Err: fmt.Errorf("driver lost the task")}
+		}
+		// An exit racing a kill request counts as killed.
+		return res, tr.killed(), nil
+	case <-tr.killCh:
+	}
+	timeout := tr.task.KillTimeout
+	if timeout <= 0 {
+		timeout = driver.DefaultKillTimeout
+	}
+	tr.setState(tr.event(structs.TaskEventKilling, fmt.Sprintf("Sent interrupt. Waiting %s before force killing", timeout), nil), nil)
+	if err := tr.drv.StopTask(cfg.ID, timeout, tr.task.KillSignal); err != nil {
+		tr.logger.Warn("stop task", "error", err)
+	}
+	res := <-waitCh
+	if res == nil {
+		res = &driver.ExitResult{ExitCode: -1}
+	}
+	return res, true, nil
+}
+
+// setup builds the task directory and opens the log writers.
+func (tr *taskRunner) setup() (stdout, stderr *rotatingWriter, err error) {
+	for _, d := range taskSubdirs {
+		if err := os.MkdirAll(filepath.Join(tr.taskDir, d), 0o700); err != nil {
+			return nil, nil, fmt.Errorf("create task directory: %w", err)
+		}
+	}
+	logDir := filepath.Join(tr.taskDir, "logs")
+	c := tr.ar.c.cfg
+	stdout, err = newRotatingWriter(logDir, tr.task.Name+".stdout", c.logMaxFileSizeBytes, c.LogMaxFiles)
+	if err != nil {
+		return nil, nil, err
+	}
+	stderr, err = newRotatingWriter(logDir, tr.task.Name+".stderr", c.logMaxFileSizeBytes, c.LogMaxFiles)
+	if err != nil {
+		stdout.Close()
+		return nil, nil, err
+	}
+	return stdout, stderr, nil
+}
+
+func (tr *taskRunner) resources() *structs.AllocatedTaskResources {
+	if ar := tr.ar.alloc.AllocatedResources; ar != nil {
+		return ar.Tasks[tr.task.Name]
+	}
+	return nil
+}
+
+// env is the task's Env plus the GPULAYER_* variables and the visible GPU
+// devices. A task with no GPU gets NVIDIA_VISIBLE_DEVICES=void and an empty
+// CUDA_VISIBLE_DEVICES, so it never sees the host's GPUs.
+func (tr *taskRunner) env() map[string]string {
+	a := tr.ar.alloc
+	env := make(map[string]string, len(tr.task.Env)+12)
+	for k, v := range tr.task.Env {
+		env[k] = v
+	}
+	env["GPULAYER_ALLOC_ID"] = a.ID
+	env["GPULAYER_ALLOC_NAME"] = a.Name
+	env["GPULAYER_ALLOC_INDEX"] = strconv.Itoa(a.Index())
+	env["GPULAYER_JOB_NAME"] = tr.ar.jobName()
+	env["GPULAYER_GROUP_NAME"] = a.TaskGroup
+	env["GPULAYER_TASK_NAME"] = tr.task.Name
+	env["GPULAYER_TASK_DIR"] = tr.taskDir
+	env["GPULAYER_ALLOC_DIR"] = tr.ar.allocDir
+	var ids []string
+	if r := tr.resources(); r != nil {
+		for _, d := range r.Devices {
+			if d != nil && d.Type == structs.DeviceTypeGPU {
+				ids = append(ids, d.DeviceIDs...)
+			}
+		}
+	}
+	env["GPULAYER_GPU_COUNT"] = strconv.Itoa(len(ids))
+	if len(ids) == 0 {
+		env["CUDA_VISIBLE_DEVICES"] = ""
+		env["NVIDIA_VISIBLE_DEVICES"] = "void"
+	} else {
+		env["CUDA_VISIBLE_DEVICES"] = strings.Join(ids, ",")
+		env["NVIDIA_VISIBLE_DEVICES"] = strings.Join(ids, ",")
+	}
+	return env
+}
