@@ -19,10 +19,12 @@ type AllocLogsCommand struct{ Meta *Meta }
 func (c *AllocLogsCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: gpulayer alloc logs [options] ALLOC [TASK]
+       gpulayer alloc logs [options] -job JOB [TASK]
 
   Prints the stdout (or with -stderr the stderr) of a task of the
-  allocation with the given ID or unique ID prefix. TASK may be omitted when
-  the allocation's group has one task.
+  allocation with the given ID or unique ID prefix, or with -job of the
+  job's most recently created allocation. TASK may be omitted when the
+  allocation's group has one task.
 ` + generalOptions + `
 Logs Options:
 
@@ -32,6 +34,9 @@ Logs Options:
 
   -stderr
     Print the task's stderr instead of its stdout.
+
+  -job=<job-id>
+    Use the job's most recently created allocation instead of naming one.
 `)
 }
 
@@ -42,12 +47,20 @@ func (c *AllocLogsCommand) Synopsis() string { return "Stream the logs of a task
 func (c *AllocLogsCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("alloc logs", false)
 	var follow, stderr bool
+	var jobID string
 	fs.BoolVar(&follow, "f", false, "")
 	fs.BoolVar(&stderr, "stderr", false, "")
+	fs.StringVar(&jobID, "job", "", "")
 	if err := fs.Parse(args); err != nil {
 		return cli.RunResultHelp
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
+	args = fs.Args()
+	if jobID != "" {
+		if len(args) > 1 {
+			c.Meta.UI.Error("With -job this command takes at most one argument: the task")
+			return cli.RunResultHelp
+		}
+	} else if len(args) < 1 || len(args) > 2 {
 		c.Meta.UI.Error("This command takes one or two arguments: the allocation ID and the task")
 		return cli.RunResultHelp
 	}
@@ -55,11 +68,30 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	if err != nil {
 		return c.Meta.errorf("Error initializing client: %v", err)
 	}
-	alloc, code := c.Meta.resolveAlloc(client, fs.Arg(0))
+	if jobID != "" {
+		var alloc *api.Allocation
+		allocs, _, err := client.Jobs().Allocations(jobID, nil)
+		if err != nil {
+			return c.Meta.errorf("Error listing allocations of job %q: %v", jobID, err)
+		}
+		for _, a := range allocs {
+			if alloc == nil || a.CreateIndex > alloc.CreateIndex {
+				alloc = a
+			}
+		}
+		if alloc == nil {
+			return c.Meta.errorf("Job %q has no allocations", jobID)
+		}
+		args = append([]string{alloc.ID}, args...)
+	}
+	alloc, code := c.Meta.resolveAlloc(client, args[0])
 	if alloc == nil {
 		return code
 	}
-	task := fs.Arg(1)
+	task := ""
+	if len(args) > 1 {
+		task = args[1]
+	}
 	if task == "" {
 		names := allocTaskNames(alloc)
 		if len(names) != 1 {
