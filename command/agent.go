@@ -54,7 +54,9 @@ Options:
 }
 
 // Synopsis implements cli.Command.
-func (c *AgentCommand) Synopsis() string { return "Runs a gpulayer agent (server, client, or both with -dev)" }
+func (c *AgentCommand) Synopsis() string {
+	return "Runs a gpulayer agent (server, client, or both with -dev)"
+}
 
 // Run implements cli.Command.
 func (c *AgentCommand) Run(args []string) int {
