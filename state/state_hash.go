@@ -19,7 +19,7 @@ var hashHandle = func() *codec.MsgpackHandle {
 }()
 
 // Hash returns the hex SHA-256 of a canonical msgpack encoding of every
-// table (index rows, jobs, nodes, allocations, evaluations), each in ID
+// table (index rows other than 0, jobs, nodes, allocations, evaluations), each in ID
 // order, read in one transaction. Two stores with the same content, such as
 // a leader's and a follower's at the same Raft index or a store and its
 // snapshot-restored copy, have the same hash.
@@ -45,6 +45,9 @@ func (s *StateStore) Hash() (string, error) {
 
 func hashRows(enc *codec.Encoder, it memdb.ResultIterator) error {
 	for raw := it.Next(); raw != nil; raw = it.Next() {
+		if ie, ok := raw.(*IndexEntry); ok && ie.Value == 0 {
+			continue // same as no row: the table never changed
+		}
 		if err := enc.Encode(raw); err != nil {
 			return err
 		}

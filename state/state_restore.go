@@ -58,7 +58,8 @@ func (r *StateRestore) EvalRestore(eval *structs.Evaluation) error {
 	return r.insert(TableEvals, eval.ID, eval)
 }
 
-// IndexRestore sets table's index row. Errors wrap structs.ErrInvalid for a
+// IndexRestore sets table's index row. An index of 0 writes nothing: it
+// means the table never changed, like a missing row. Errors wrap structs.ErrInvalid for a
 // table that is not one of TableJobs, TableNodes, TableAllocs, TableEvals.
 func (r *StateRestore) IndexRestore(table string, index uint64) error {
 	known := false
@@ -67,6 +68,9 @@ func (r *StateRestore) IndexRestore(table string, index uint64) error {
 	}
 	if !known {
 		return invalid("restore index: unknown table %q", table)
+	}
+	if index == 0 {
+		return nil
 	}
 	return r.insert(TableIndex, table, &IndexEntry{Key: table, Value: index})
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 	"testing"
 
@@ -21,7 +22,7 @@ func newTestFSM(t testing.TB) *testFSM {
 	t.Helper()
 	tf := &testFSM{}
 	f, err := New(Config{
-		Logger: hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: hclog.DefaultOutput, Level: hclog.Error}),
+		Logger: hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: testWriter{t}, Level: hclog.Warn}),
 		OnCapacityFreed: func(index uint64) {
 			tf.mu.Lock()
 			defer tf.mu.Unlock()
@@ -97,4 +98,13 @@ func (r *readCloser) Close() error { r.closed = true; return nil }
 
 func restoreBytes(f *FSM, b []byte) error {
 	return f.RaftFSM().Restore(&readCloser{Reader: bytes.NewReader(b)})
+}
+
+// testWriter sends log lines to t.Log, shown only for failing tests.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
 }

@@ -154,6 +154,17 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	return nil
 }
 
+// snapshotHandle is structs.MsgpackHandle's settings with canonical map
+// order, so equal states give byte-identical snapshots.
+var snapshotHandle = func() *codec.MsgpackHandle {
+	h := &codec.MsgpackHandle{}
+	h.RawToString = structs.MsgpackHandle.RawToString
+	h.WriteExt = structs.MsgpackHandle.WriteExt
+	h.MapType = structs.MsgpackHandle.MapType
+	h.Canonical = true
+	return h
+}()
+
 // snapshotWriter writes records and counts them.
 type snapshotWriter struct {
 	w   *bufio.Writer
@@ -163,7 +174,7 @@ type snapshotWriter struct {
 
 func (sw *snapshotWriter) record(t SnapshotRecordType, obj interface{}) error {
 	sw.buf.Reset()
-	if err := codec.NewEncoder(&sw.buf, structs.MsgpackHandle).Encode(obj); err != nil {
+	if err := codec.NewEncoder(&sw.buf, snapshotHandle).Encode(obj); err != nil {
 		return fmt.Errorf("fsm: snapshot: encode record %d: %w", t, err)
 	}
 	if err := sw.w.WriteByte(byte(t)); err != nil {
@@ -232,7 +243,7 @@ func readSnapshot(br *bufio.Reader, logger hclog.Logger) (*state.StateStore, err
 		if t == SnapshotRecordEnd {
 			var tr snapshotTrailer
 			if err := decodeRecord(dec, &tr); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("fsm: restore end record: %w", err)
 			}
 			if tr.Records != records {
 				return nil, fmt.Errorf("%w: end record counts %d records, read %d", ErrSnapshotFormat, tr.Records, records)
