@@ -7,7 +7,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -364,10 +366,46 @@ func TestAllocRemovedFromServerIsStopped(t *testing.T) {
 	a := clienttest.NativeAlloc(c.Node().ID, structs.JobTypeService, "/bin/sh", []string{"-c", "echo $$ > $GPULAYER_ALLOC_DIR/pid; exec sleep 60"}, nil)
 	srv.UpsertAlloc(a)
 	srv.WaitForAlloc(t, a.ID, 15*time.Second, running)
+	var pid int
+	clienttest.WaitFor(t, 10*time.Second, func() (bool, string) {
+		b, _ := os.ReadFile(filepath.Join(c.cfg.DataDir, "allocs", a.ID, "pid"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 0, "no pid written"
+	})
 	srv.DeleteAlloc(a.ID)
 	clienttest.WaitFor(t, 15*time.Second, func() (bool, string) {
 		return c.NumAllocs() == 0, fmt.Sprintf("%d allocs held", c.NumAllocs())
 	})
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Fatalf("task process %d still exists after its alloc was removed (kill 0: %v)", pid, err)
+	}
+}
+
+func TestParseMemTotalAndHeartbeatInterval(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"MemTotal:       16303412 kB\nMemFree: 1 kB\n", 15921, false},
+		{"MemFree: 1 kB\n", 0, true},
+		{"MemTotal: lots kB\n", 0, true},
+	}
+	for _, tc := range cases {
+		got, err := parseMemTotal([]byte(tc.in))
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("parseMemTotal(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		d := heartbeatInterval(10 * time.Second)
+		if d > 5*time.Second || d <= 4*time.Second {
+			t.Fatalf("heartbeatInterval(10s) = %s, want in (4s, 5s]", d)
+		}
+	}
+	if d := heartbeatInterval(0); d != time.Second {
+		t.Fatalf("heartbeatInterval(0) = %s", d)
+	}
 }
 
 func TestAllocLogs(t *testing.T) {

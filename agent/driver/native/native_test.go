@@ -186,9 +186,14 @@ func TestStopKillsProcessGroup(t *testing.T) {
 
 func TestStopWithSignalHonoured(t *testing.T) {
 	d := New(nil)
-	cfg, _ := shTask(t, "term", "sleep 60", nil)
+	cfg, out := shTask(t, "term", "echo ready; exec sleep 60", nil)
 	if _, err := d.StartTask(cfg); err != nil {
 		t.Fatal(err)
+	}
+	// Signal only once the shell is past its start-up.
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "ready") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
 	}
 	if err := d.StopTask(cfg.ID, 10*time.Second, "INT"); err != nil {
 		t.Fatal(err)
