@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -147,14 +148,19 @@ func (s *Server) reapFailedEvals(ctx context.Context) {
 		if err != nil {
 			return
 		}
+		now := time.Now().UnixNano()
 		eval.Status = structs.EvalStatusFailed
 		eval.StatusDescription = fmt.Sprintf("evaluation reached delivery limit (%d)", s.broker.cfg.DeliveryLimit)
-		eval.ModifyTime = time.Now().UnixNano()
-		if _, _, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval}}); err != nil {
+		eval.ModifyTime = now
+		followUp := newFollowUpEval(eval, now)
+		eval.NextEval = followUp.ID
+		_, index, err := s.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{eval, followUp}})
+		if err != nil {
 			s.logger.Error("mark evaluation failed", "eval_id", eval.ID, "error", err)
 			continue
 		}
-		s.logger.Warn("evaluation failed after repeated nacks", "eval_id", eval.ID, "job_id", eval.JobID)
+		s.logger.Warn("evaluation failed after repeated nacks; follow-up scheduled", "eval_id", eval.ID, "job_id", eval.JobID, "follow_up", followUp.ID)
+		s.enqueueFollowUp(followUp, index)
 	}
 }
 
@@ -176,4 +182,37 @@ func (s *Server) reapDuplicateBlockedEvals(ctx context.Context) {
 			s.logger.Error("cancel duplicate blocked evaluations", "count", len(dups), "error", err)
 		}
 	}
+}
+
+// newFollowUpEval returns the pending evaluation that retries a failed one
+// (Nomad's Evaluation.CreateFailedFollowUpEval).
+func newFollowUpEval(failed *structs.Evaluation, now int64) *structs.Evaluation {
+	return &structs.Evaluation{
+		ID:             structs.GenerateUUID(),
+		Namespace:      failed.Namespace,
+		Priority:       failed.Priority,
+		Type:           failed.Type,
+		TriggeredBy:    structs.EvalTriggerRetryFailed,
+		JobID:          failed.JobID,
+		JobModifyIndex: failed.JobModifyIndex,
+		Status:         structs.EvalStatusPending,
+		PreviousEval:   failed.ID,
+		CreateTime:     now,
+		ModifyTime:     now,
+	}
+}
+
+// enqueueFollowUp hands a committed follow-up evaluation to the broker
+// after FailedFollowUpDelay plus a random jitter of up to the same again,
+// so a retry storm spreads out. If leadership changes meanwhile, the next
+// leader finds it pending in the state store.
+func (s *Server) enqueueFollowUp(eval *structs.Evaluation, index uint64) {
+	eval.CreateIndex, eval.ModifyIndex = index, index
+	d := s.config.FailedFollowUpDelay
+	d += time.Duration(rand.Int64N(int64(d) + 1))
+	time.AfterFunc(d, func() {
+		if s.shutdownCtx.Err() == nil {
+			s.broker.Enqueue(eval)
+		}
+	})
 }

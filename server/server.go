@@ -26,6 +26,11 @@ import (
 // is empty.
 const DefaultRaftBindAddr = "127.0.0.1:4657"
 
+// DefaultFailedFollowUpDelay is the base delay before a failed evaluation is
+// retried. Nomad waits a minute (EvalFailedFollowupBaselineDelay); a GPU
+// job queue on one workstation wants its retry sooner.
+const DefaultFailedFollowUpDelay = 5 * time.Second
+
 // Config configures a Server. Zero values take the defaults named on each
 // field.
 type Config struct {
@@ -64,6 +69,11 @@ type Config struct {
 	// this server becomes leader; zero means DefaultFailoverHeartbeatTTL
 	// (5 minutes).
 	FailoverHeartbeatTTL time.Duration
+	// FailedFollowUpDelay is the delay before a failed evaluation's
+	// follow-up evaluation is handed to the broker, plus a random jitter of
+	// up to the same again; zero means DefaultFailedFollowUpDelay
+	// (5 seconds).
+	FailedFollowUpDelay time.Duration
 	// EvalBroker tunes the eval broker; zero values take its defaults.
 	EvalBroker EvalBrokerConfig
 }
@@ -133,6 +143,9 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	if c.HeartbeatGrace <= 0 {
 		c.HeartbeatGrace = DefaultHeartbeatGrace
+	}
+	if c.FailedFollowUpDelay <= 0 {
+		c.FailedFollowUpDelay = DefaultFailedFollowUpDelay
 	}
 	if c.FailoverHeartbeatTTL <= 0 {
 		c.FailoverHeartbeatTTL = DefaultFailoverHeartbeatTTL

@@ -197,9 +197,20 @@ func (w *worker) writeEval(eval *structs.Evaluation, create bool) error {
 	if e.SnapshotIndex == 0 {
 		e.SnapshotIndex = w.snapIndex
 	}
-	_, index, err := w.srv.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{e}})
+	evals := []*structs.Evaluation{e}
+	var followUp *structs.Evaluation
+	if e.Status == structs.EvalStatusFailed && e.NextEval == "" {
+		followUp = newFollowUpEval(e, now)
+		e.NextEval = followUp.ID
+		evals = append(evals, followUp)
+	}
+	_, index, err := w.srv.raftApply(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: evals})
 	if err != nil {
 		return fmt.Errorf("worker: write eval %s: %w", e.ID, err)
+	}
+	if followUp != nil {
+		w.logger.Warn("evaluation failed; follow-up scheduled", "eval_id", e.ID, "job_id", e.JobID, "reason", e.StatusDescription, "follow_up", followUp.ID)
+		w.srv.enqueueFollowUp(followUp, index)
 	}
 	if create {
 		e.CreateIndex = index
