@@ -161,8 +161,13 @@ func (a *Allocation) DeviceIDs() []string {
 	}
 	var ids []string
 	for _, tr := range a.AllocatedResources.Tasks {
+		if tr == nil {
+			continue
+		}
 		for _, d := range tr.Devices {
-			ids = append(ids, d.DeviceIDs...)
+			if d != nil {
+				ids = append(ids, d.DeviceIDs...)
+			}
 		}
 	}
 	return ids
@@ -177,6 +182,10 @@ func (a *Allocation) Copy() *Allocation {
 	if a.AllocatedResources != nil {
 		ar := &AllocatedResources{Tasks: make(map[string]*AllocatedTaskResources, len(a.AllocatedResources.Tasks))}
 		for k, tr := range a.AllocatedResources.Tasks {
+			if tr == nil {
+				ar.Tasks[k] = nil
+				continue
+			}
 			c := *tr
 			c.Devices = make([]*AllocatedDeviceResource, len(tr.Devices))
 			for i, d := range tr.Devices {
@@ -203,6 +212,9 @@ func (ts *TaskState) Copy() *TaskState {
 	n := *ts
 	n.Events = make([]*TaskEvent, len(ts.Events))
 	for i, e := range ts.Events {
+		if e == nil {
+			continue
+		}
 		ec := *e
 		ec.Details = maps.Clone(e.Details)
 		n.Events[i] = &ec

@@ -59,7 +59,7 @@ func (g *DeviceGroup) Matches(requestName string) bool {
 func (g *DeviceGroup) HealthyInstances() []string {
 	var ids []string
 	for _, in := range g.Instances {
-		if in.Healthy {
+		if in != nil && in.Healthy {
 			ids = append(ids, in.ID)
 		}
 	}
@@ -78,8 +78,10 @@ func (g *DeviceGroup) Copy() *DeviceGroup {
 	}
 	n.Instances = make([]*DeviceInstance, len(g.Instances))
 	for i, in := range g.Instances {
-		c := *in
-		n.Instances[i] = &c
+		if in != nil {
+			c := *in
+			n.Instances[i] = &c
+		}
 	}
 	return &n
 }

@@ -80,3 +80,18 @@ func TestJobValidateNamesFields(t *testing.T) {
 		}
 	}
 }
+
+func TestCopyToleratesNilElements(t *testing.T) {
+	n := &Node{Drivers: map[string]*DriverInfo{"native": nil}, NodeResources: &NodeResources{Devices: []*DeviceGroup{nil, {Instances: []*DeviceInstance{nil}}}}}
+	if c := n.Copy(); c.Drivers["native"] != nil || c.NodeResources.Devices[0] != nil {
+		t.Fatalf("copy = %+v", c)
+	}
+	if ids := n.NodeResources.Devices[1].HealthyInstances(); len(ids) != 0 {
+		t.Fatalf("healthy = %v", ids)
+	}
+	a := &Allocation{AllocatedResources: &AllocatedResources{Tasks: map[string]*AllocatedTaskResources{"t": nil}},
+		TaskStates: map[string]*TaskState{"t": {Events: []*TaskEvent{nil}}}}
+	if c := a.Copy(); c.AllocatedResources.Tasks["t"] != nil || len(a.DeviceIDs()) != 0 {
+		t.Fatalf("copy = %+v", c)
+	}
+}

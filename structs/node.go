@@ -91,6 +91,10 @@ func (n *Node) Copy() *Node {
 	if n.Drivers != nil {
 		c.Drivers = make(map[string]*DriverInfo, len(n.Drivers))
 		for k, d := range n.Drivers {
+			if d == nil {
+				c.Drivers[k] = nil
+				continue
+			}
 			dc := *d
 			dc.Attributes = maps.Clone(d.Attributes)
 			c.Drivers[k] = &dc
