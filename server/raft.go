@@ -87,6 +87,9 @@ func (s *Server) setupRaft() error {
 		rc.SnapshotThreshold = cfg.RaftSnapshotThreshold
 		rc.TrailingLogs = cfg.RaftSnapshotThreshold
 	}
+	if cfg.RaftSnapshotInterval > 0 {
+		rc.SnapshotInterval = cfg.RaftSnapshotInterval
+	}
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("raft: config: %w", err)
 	}

@@ -59,6 +59,9 @@ type Config struct {
 	// RaftSnapshotThreshold, when positive, overrides the number of log
 	// entries between Raft snapshots (tests use a small value).
 	RaftSnapshotThreshold uint64
+	// RaftSnapshotInterval, when positive, overrides how often Raft checks
+	// whether to snapshot (tests use a small value).
+	RaftSnapshotInterval time.Duration
 	// MinHeartbeatTTL is the smallest heartbeat TTL handed to a node; zero
 	// means DefaultMinHeartbeatTTL (10 seconds).
 	MinHeartbeatTTL time.Duration

@@ -399,3 +399,50 @@ func TestServer_PrefixLookups(t *testing.T) {
 		t.Fatalf("node by prefix: %+v %v", got, err)
 	}
 }
+
+// TestServer_RestartFromRaftSnapshot restarts a server whose state was
+// partly compacted into a Raft snapshot: the FSM restores the snapshot and
+// replays the remaining log to the same state.
+func TestServer_RestartFromRaftSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	withSnap := servertest.WithConfig(func(c *server.Config) {
+		c.RaftSnapshotThreshold = 8
+		c.RaftSnapshotInterval = 50 * time.Millisecond
+	})
+	s, err := server.NewServer(servertest.Config(t, servertest.WithDataDir(dir), withSnap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	if err := s.WaitForLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if _, err := s.NodeRegister(ctx, statetest.Node(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Raft snapshots on its own timer; wait until one exists.
+	waitFor(t, 20*time.Second, "a raft snapshot", func() (bool, error) {
+		return s.Stats()["raft.last_snapshot_index"] != "0", nil
+	})
+	before, err := s.State().Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := servertest.Start(t, servertest.Config(t, servertest.WithDataDir(dir), withSnap))
+	after, err := s2.State().Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before != after {
+		t.Fatalf("state hash changed across snapshot restore")
+	}
+	nodes, _, err := s2.NodeList(ctx, nil)
+	if err != nil || len(nodes) != 20 {
+		t.Fatalf("nodes %d %v", len(nodes), err)
+	}
+}
