@@ -29,6 +29,10 @@ const (
 type deviceAsk struct {
 	task string
 	req  *structs.RequestedDevice
+	// vendor, typ and name are req.Name parsed once; bad is set when it
+	// does not parse, and then no device group matches.
+	vendor, typ, name string
+	bad               bool
 	// weight is the sum of the absolute weights of the request's
 	// affinities, used to normalise the affinity score.
 	weight float64
@@ -77,6 +81,9 @@ func newGroupAsk(job *structs.Job, tg *structs.TaskGroup) *groupAsk {
 				continue
 			}
 			da := deviceAsk{task: t.Name, req: d}
+			var err error
+			da.vendor, da.typ, da.name, err = structs.ParseDeviceName(d.Name)
+			da.bad = err != nil
 			for _, af := range d.Affinities {
 				if af != nil {
 					da.weight += abs(float64(af.Weight))
@@ -94,6 +101,12 @@ func newGroupAsk(job *structs.Job, tg *structs.TaskGroup) *groupAsk {
 		}
 	}
 	return a
+}
+
+// matches reports whether device group g can serve the request by name,
+// as structs.DeviceGroup.Matches does, without parsing the name again.
+func (da *deviceAsk) matches(g *structs.DeviceGroup) bool {
+	return !da.bad && g.Type == da.typ && (da.vendor == "" || da.vendor == g.Vendor) && (da.name == "" || da.name == g.Name)
 }
 
 func abs(f float64) float64 {
@@ -151,14 +164,16 @@ func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) 
 		}
 	}
 	if len(ask.devices) > 0 {
-		cand.choices = make([][]devChoice, len(ask.devices))
 		var groups []*structs.DeviceGroup
 		if n.NodeResources != nil {
 			groups = n.NodeResources.Devices
 		}
-		for i, da := range ask.devices {
+		start := len(c.choiceLists)
+		for i := range ask.devices {
+			da := &ask.devices[i]
+			first := len(c.choices)
 			for gi, g := range groups {
-				if g == nil || !g.Matches(da.req.Name) || healthyCount(g) < da.req.Count {
+				if g == nil || !da.matches(g) || healthyCount(g) < da.req.Count {
 					continue
 				}
 				if !c.deviceConstraintsHold(n, g, da.req) {
@@ -170,15 +185,18 @@ func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) 
 						aff += float64(af.Weight)
 					}
 				}
-				cand.choices[i] = append(cand.choices[i], devChoice{group: gi, affinity: aff})
+				c.choices = append(c.choices, devChoice{group: gi, affinity: aff})
 			}
-			if len(cand.choices[i]) == 0 {
+			if len(c.choices) == first {
+				c.choices = c.choices[:first]
+				c.choiceLists = c.choiceLists[:start]
 				return nil, "missing devices: " + da.req.Name
 			}
-			sort.SliceStable(cand.choices[i], func(a, b int) bool {
-				return cand.choices[i][a].affinity > cand.choices[i][b].affinity
-			})
+			list := c.choices[first:len(c.choices):len(c.choices)]
+			sort.SliceStable(list, func(a, b int) bool { return list[a].affinity > list[b].affinity })
+			c.choiceLists = append(c.choiceLists, list)
 		}
+		cand.choices = c.choiceLists[start:len(c.choiceLists):len(c.choiceLists)]
 	}
 	return cand, ""
 }

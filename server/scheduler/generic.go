@@ -3,7 +3,8 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -233,6 +234,9 @@ func sortedNodes(nodes []*structs.Node) []*structs.Node {
 			out = append(out, n)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	less := func(a, b *structs.Node) int { return strings.Compare(a.ID, b.ID) }
+	if !slices.IsSortedFunc(out, less) {
+		slices.SortFunc(out, less)
+	}
 	return out
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"testing"
 
@@ -15,8 +16,10 @@ type fakeState struct {
 	nodes  map[string]*structs.Node
 	jobs   map[string]*structs.Job
 	allocs map[string]*structs.Allocation
-	byNode map[string]map[string]*structs.Allocation
-	byJob  map[string]map[string]*structs.Allocation
+	byNode map[string][]*structs.Allocation
+	byJob  map[string][]*structs.Allocation
+	// sortedNodes caches Nodes in ID order, as go-memdb returns them.
+	sortedNodes []*structs.Node
 }
 
 func newFakeState() *fakeState {
@@ -25,17 +28,19 @@ func newFakeState() *fakeState {
 		nodes:  map[string]*structs.Node{},
 		jobs:   map[string]*structs.Job{},
 		allocs: map[string]*structs.Allocation{},
-		byNode: map[string]map[string]*structs.Allocation{},
-		byJob:  map[string]map[string]*structs.Allocation{},
+		byNode: map[string][]*structs.Allocation{},
+		byJob:  map[string][]*structs.Allocation{},
 	}
 }
 
 func (s *fakeState) Nodes() ([]*structs.Node, error) {
-	out := make([]*structs.Node, 0, len(s.nodes))
-	for _, n := range s.nodes {
-		out = append(out, n)
+	if s.sortedNodes == nil {
+		for _, n := range s.nodes {
+			s.sortedNodes = append(s.sortedNodes, n)
+		}
+		sort.Slice(s.sortedNodes, func(i, j int) bool { return s.sortedNodes[i].ID < s.sortedNodes[j].ID })
 	}
-	return out, nil
+	return slices.Clone(s.sortedNodes), nil
 }
 
 func (s *fakeState) NodeByID(id string) (*structs.Node, error) { return s.nodes[id], nil }
@@ -43,25 +48,29 @@ func (s *fakeState) JobByID(id string) (*structs.Job, error)   { return s.jobs[i
 func (s *fakeState) LatestIndex() (uint64, error)              { return s.index, nil }
 
 func (s *fakeState) AllocsByJob(id string) ([]*structs.Allocation, error) {
-	return values(s.byJob[id]), nil
+	return slices.Clone(s.byJob[id]), nil
 }
 
 func (s *fakeState) AllocsByNode(id string) ([]*structs.Allocation, error) {
-	return values(s.byNode[id]), nil
+	return slices.Clone(s.byNode[id]), nil
 }
 
-func values(m map[string]*structs.Allocation) []*structs.Allocation {
-	out := make([]*structs.Allocation, 0, len(m))
-	for _, a := range m {
-		out = append(out, a)
+// replaceOrAppend replaces the allocation with a's ID in list, or appends a.
+func replaceOrAppend(list []*structs.Allocation, a *structs.Allocation) []*structs.Allocation {
+	for i, b := range list {
+		if b.ID == a.ID {
+			list[i] = a
+			return list
+		}
 	}
-	return out
+	return append(list, a)
 }
 
 func (s *fakeState) upsertNode(n *structs.Node) {
 	s.index++
 	n.ModifyIndex = s.index
 	s.nodes[n.ID] = n
+	s.sortedNodes = nil
 }
 
 // upsertJob stores a copy of job with a new JobModifyIndex.
@@ -81,20 +90,13 @@ func (s *fakeState) upsertJob(job *structs.Job) *structs.Job {
 func (s *fakeState) upsertAlloc(a *structs.Allocation) {
 	if old := s.allocs[a.ID]; old != nil {
 		a.CreateIndex = old.CreateIndex
-		delete(s.byNode[old.NodeID], a.ID)
 	} else {
 		a.CreateIndex = s.index
 	}
 	a.ModifyIndex = s.index
 	s.allocs[a.ID] = a
-	if s.byNode[a.NodeID] == nil {
-		s.byNode[a.NodeID] = map[string]*structs.Allocation{}
-	}
-	s.byNode[a.NodeID][a.ID] = a
-	if s.byJob[a.JobID] == nil {
-		s.byJob[a.JobID] = map[string]*structs.Allocation{}
-	}
-	s.byJob[a.JobID][a.ID] = a
+	s.byNode[a.NodeID] = replaceOrAppend(s.byNode[a.NodeID], a)
+	s.byJob[a.JobID] = replaceOrAppend(s.byJob[a.JobID], a)
 }
 
 // setClientStatus plays the client reporting a status for allocations.
@@ -209,7 +211,7 @@ func checkNodePlan(s *fakeState, nodeID string, allocs []*structs.Allocation) er
 	for _, a := range allocs {
 		updating[a.ID] = true
 	}
-	all := allocs
+	all := slices.Clone(allocs)
 	for _, a := range s.byNode[nodeID] {
 		if !updating[a.ID] {
 			all = append(all, a)
@@ -274,7 +276,7 @@ func checkNodeAllocs(n *structs.Node, allocs []*structs.Allocation) error {
 func checkInvariants(t testing.TB, s *fakeState) {
 	t.Helper()
 	for id, n := range s.nodes {
-		if err := checkNodeAllocs(n, values(s.byNode[id])); err != nil {
+		if err := checkNodeAllocs(n, s.byNode[id]); err != nil {
 			t.Fatalf("invariant broken on node %s: %v", id, err)
 		}
 	}

@@ -2,6 +2,9 @@ package scheduler
 
 import (
 	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"slices"
 
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -14,20 +17,41 @@ type evalCtx struct {
 	nodes []*structs.Node
 	rx    regexpCache
 	usage *usageIndex
+	// choices and choiceLists are arenas for candidate.choices, so a
+	// feasibility scan does not allocate per node.
+	choices     []devChoice
+	choiceLists [][]devChoice
 }
+
+// candidateLimit and visitLimit bound how many nodes one placement looks
+// at. Placement visits nodes until candidateLimit of the visited ones fit,
+// or visitLimit nodes were visited and at least one fits, or every node was
+// visited; it then picks the best visited node that fits. Nomad's
+// GenericStack (scheduler/stack.go) stops at 2 fitting nodes for batch jobs
+// and log2(nodes) for service jobs, relying on the power of two choices;
+// GPUlayer looks at more because a GPU placed on an idle node fragments it
+// for larger jobs. On a cluster with at most candidateLimit feasible nodes
+// placement is exact best-fit. The visit limit keeps a nearly full cluster
+// from being read in full for every placement.
+const (
+	candidateLimit = 32
+	visitLimit     = 4 * candidateLimit
+)
 
 // place appends an allocation to plan for every request it can place,
 // group by group, and records the groups it could not place in full in
 // out.failed and out.queued.
 //
-// For each group it checks every node's feasibility once, reads the usage
-// of feasible nodes once (shared by all groups of the evaluation), and
-// scores every feasible node once. After each placement only the chosen
-// node is scored again, since only its usage changed, so placing k
-// allocations of a group on n nodes costs O(n·k) comparisons but only
-// O(n + k) score computations. Once one allocation of a group fails, the
-// rest of the group would fail for the same reasons: they are counted in
-// CoalescedFailures without being tried.
+// Nodes are visited in a pseudo-random order seeded by the evaluation ID
+// and group name, so the same snapshot and evaluation give the same plan.
+// Each visited node is checked for feasibility once per group, its usage
+// is read from the state once per evaluation (and shared by all groups),
+// and it is scored once; after each placement only the chosen node is
+// scored again, since only its usage changed. Before each placement more
+// nodes are visited (see candidateLimit); a placement fails only after
+// every node was checked, so the failure metric covers the whole cluster. Once one
+// allocation of a group fails, the rest of the group would fail for the
+// same reasons: they are counted in CoalescedFailures without being tried.
 func (c *evalCtx) place(plan *structs.Plan, reqs []placementRequest, out *attempt) error {
 	for start := 0; start < len(reqs); {
 		end := start + 1
@@ -42,51 +66,104 @@ func (c *evalCtx) place(plan *structs.Plan, reqs []placementRequest, out *attemp
 	return nil
 }
 
+// groupScan is the state of placing one task group: the nodes visited so
+// far and, for each feasible one, its usage, score and exhausted dimension
+// ("" when an allocation fits).
+type groupScan struct {
+	ctx     *evalCtx
+	ask     *groupAsk
+	metric  *structs.AllocMetric
+	order   []*structs.Node
+	rng     *rand.Rand
+	cursor  int
+	cands   []*candidate
+	usages  []*nodeUsage
+	scores  []float64
+	dims    []string
+	fitting int
+	taken   []int
+}
+
+func (c *evalCtx) newGroupScan(tg *structs.TaskGroup) *groupScan {
+	h := fnv.New64a()
+	h.Write([]byte(c.eval.ID))
+	h.Write([]byte{0})
+	h.Write([]byte(tg.Name))
+	seed := h.Sum64()
+	return &groupScan{
+		ctx:    c,
+		ask:    newGroupAsk(c.job, tg),
+		metric: &structs.AllocMetric{},
+		order:  slices.Clone(c.nodes),
+		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	}
+}
+
+// visit checks the next node in the shuffled order (an incremental
+// Fisher-Yates shuffle) and adds it to the candidates when it is feasible.
+func (g *groupScan) visit() error {
+	j := g.cursor + g.rng.IntN(len(g.order)-g.cursor)
+	g.order[g.cursor], g.order[j] = g.order[j], g.order[g.cursor]
+	n := g.order[g.cursor]
+	g.cursor++
+	g.metric.NodesEvaluated++
+	cand, reason := g.ctx.feasibility(g.ctx.job, g.ask, n)
+	if cand == nil {
+		g.metric.NodesFiltered++
+		if g.metric.ConstraintFiltered == nil {
+			g.metric.ConstraintFiltered = map[string]int{}
+		}
+		g.metric.ConstraintFiltered[reason]++
+		return nil
+	}
+	u, err := g.ctx.usage.get(n)
+	if err != nil {
+		return fmt.Errorf("read allocations of node %s: %w", n.ID, err)
+	}
+	if len(u.free) > len(g.taken) {
+		g.taken = make([]int, len(u.free))
+	}
+	score, dim := fit(g.ask, cand, u, g.taken[:len(u.free)])
+	g.cands = append(g.cands, cand)
+	g.usages = append(g.usages, u)
+	g.scores = append(g.scores, score)
+	g.dims = append(g.dims, dim)
+	if dim == "" {
+		g.fitting++
+	}
+	return nil
+}
+
+// best returns the index of the highest-scoring candidate that fits, ties
+// going to the lowest node ID, or -1.
+func (g *groupScan) best() int {
+	best := -1
+	for i, d := range g.dims {
+		if d != "" {
+			continue
+		}
+		if best < 0 || g.scores[i] > g.scores[best] ||
+			(g.scores[i] == g.scores[best] && g.cands[i].node.ID < g.cands[best].node.ID) {
+			best = i
+		}
+	}
+	return best
+}
+
 // placeGroup places reqs, which all belong to one task group.
 func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *attempt) error {
 	tg := reqs[0].tg
-	ask := newGroupAsk(c.job, tg)
-	metric := &structs.AllocMetric{}
-	var cands []*candidate
-	var usages []*nodeUsage
-	maxGroups := 0
-	for _, n := range c.nodes {
-		metric.NodesEvaluated++
-		cand, reason := c.feasibility(c.job, ask, n)
-		if cand == nil {
-			metric.NodesFiltered++
-			if metric.ConstraintFiltered == nil {
-				metric.ConstraintFiltered = map[string]int{}
-			}
-			metric.ConstraintFiltered[reason]++
-			continue
-		}
-		u, err := c.usage.get(n)
-		if err != nil {
-			return fmt.Errorf("read allocations of node %s: %w", n.ID, err)
-		}
-		cands = append(cands, cand)
-		usages = append(usages, u)
-		maxGroups = max(maxGroups, len(u.free))
-	}
-	taken := make([]int, maxGroups)
-	scores := make([]float64, len(cands))
-	dims := make([]string, len(cands))
-	for i := range cands {
-		scores[i], dims[i] = fit(ask, cands[i], usages[i], taken[:len(usages[i].free)])
-	}
+	g := c.newGroupScan(tg)
 	for k, req := range reqs {
-		best := -1
-		for i := range cands {
-			// cands are in node ID order, so a strict comparison keeps the
-			// lowest node ID among equal scores.
-			if dims[i] == "" && (best < 0 || scores[i] > scores[best]) {
-				best = i
+		for g.fitting < candidateLimit && g.cursor < len(g.order) && (g.fitting == 0 || len(g.cands) < visitLimit) {
+			if err := g.visit(); err != nil {
+				return err
 			}
 		}
+		best := g.best()
 		if best < 0 {
-			m := metric.Copy()
-			for _, d := range dims {
+			m := g.metric.Copy()
+			for _, d := range g.dims {
 				m.NodesExhausted++
 				if m.DimensionExhausted == nil {
 					m.DimensionExhausted = map[string]int{}
@@ -98,8 +175,8 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 			out.queued[tg.Name] = len(reqs) - k
 			return nil
 		}
-		cand, u := cands[best], usages[best]
-		ar := assign(ask, cand, u, taken[:len(u.free)])
+		cand, u := g.cands[best], g.usages[best]
+		ar := assign(g.ask, cand, u, g.taken[:len(u.free)])
 		a := &structs.Allocation{
 			ID:                 structs.GenerateUUID(),
 			Namespace:          c.job.Namespace,
@@ -118,7 +195,10 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 			a.PreviousAllocation = req.previous.ID
 		}
 		plan.AppendAlloc(a)
-		scores[best], dims[best] = fit(ask, cand, u, taken[:len(u.free)])
+		g.scores[best], g.dims[best] = fit(g.ask, cand, u, g.taken[:len(u.free)])
+		if g.dims[best] != "" {
+			g.fitting--
+		}
 	}
 	return nil
 }

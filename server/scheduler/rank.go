@@ -66,11 +66,10 @@ func fit(ask *groupAsk, cand *candidate, u *nodeUsage, taken []int) (score float
 	}
 	score = binPackScore(u.cpuUsed+ask.cpu, u.cpuCap, u.memUsed+ask.mem, u.memCap)
 	if u.gpuCap > 0 {
-		free := u.gpuFree()
 		if ask.instances > 0 {
-			score += float64(u.gpuCap-free+ask.instances) / float64(u.gpuCap)
+			score += float64(u.gpuCap-u.gpuFree+ask.instances) / float64(u.gpuCap)
 		} else {
-			score -= float64(free) / float64(u.gpuCap)
+			score -= float64(u.gpuFree) / float64(u.gpuCap)
 		}
 	}
 	if ask.affinityWeight > 0 {

@@ -98,7 +98,7 @@ func TestRandomWorkloadInvariants(t *testing.T) {
 		// evaluations, oldest first, as the server's tracker would.
 		if rng.IntN(2) == 0 && len(running) > 0 {
 			for _, id := range stopping {
-				h.state.setClientStatus(structs.AllocClientStatusComplete, values(h.state.byJob[id])...)
+				h.state.setClientStatus(structs.AllocClientStatusComplete, h.state.byJob[id]...)
 			}
 			k := rng.IntN(len(running))
 			id := running[k]
@@ -172,7 +172,7 @@ func TestBlockedUntilRoom(t *testing.T) {
 	if got := h.process(b); got.Status != structs.EvalStatusBlocked {
 		t.Fatalf("after stop before client: status %q, want blocked", got.Status)
 	}
-	h.state.setClientStatus(structs.AllocClientStatusComplete, values(h.state.byJob["small"])...)
+	h.state.setClientStatus(structs.AllocClientStatusComplete, h.state.byJob["small"]...)
 	done := h.process(b)
 	if done.Status != structs.EvalStatusComplete || len(done.FailedTGAllocs) != 0 || done.QueuedAllocations["g"] != 0 {
 		t.Fatalf("after room: %+v", done)

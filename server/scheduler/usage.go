@@ -15,19 +15,18 @@ type nodeUsage struct {
 	node             *structs.Node
 	cpuCap, memCap   int64
 	cpuUsed, memUsed int64
-	// used holds every device instance ID in use on the node.
-	used map[string]struct{}
+	// busy marks, per node device group and aligned with its Instances,
+	// the instances in use.
+	busy [][]bool
 	// free counts, per node device group, the healthy instances not in use.
 	free []int
-	// gpuCap is the number of healthy device instances on the node.
-	gpuCap int
-	// sorted holds, per device group, the healthy instance IDs in order;
-	// built on first use.
-	sorted [][]string
+	// gpuCap is the number of healthy device instances on the node and
+	// gpuFree the number of those not in use.
+	gpuCap, gpuFree int
 }
 
 func newNodeUsage(n *structs.Node, allocs []*structs.Allocation) *nodeUsage {
-	u := &nodeUsage{node: n, used: map[string]struct{}{}}
+	u := &nodeUsage{node: n}
 	var groups []*structs.DeviceGroup
 	if r := n.NodeResources; r != nil {
 		u.cpuCap, u.memCap = r.CPU, r.MemoryMB
@@ -36,6 +35,15 @@ func newNodeUsage(n *structs.Node, allocs []*structs.Allocation) *nodeUsage {
 	if r := n.ReservedResources; r != nil {
 		u.cpuCap -= r.CPU
 		u.memCap -= r.MemoryMB
+	}
+	if len(groups) > 0 {
+		u.busy = make([][]bool, len(groups))
+		u.free = make([]int, len(groups))
+		for gi, g := range groups {
+			if g != nil {
+				u.busy[gi] = make([]bool, len(g.Instances))
+			}
+		}
 	}
 	for _, a := range allocs {
 		if a == nil || !a.HoldsResources() || a.AllocatedResources == nil {
@@ -48,69 +56,75 @@ func newNodeUsage(n *structs.Node, allocs []*structs.Allocation) *nodeUsage {
 			u.cpuUsed += tr.CPU
 			u.memUsed += tr.MemoryMB
 			for _, d := range tr.Devices {
-				if d == nil {
-					continue
-				}
-				for _, id := range d.DeviceIDs {
-					u.used[id] = struct{}{}
+				if d != nil {
+					u.markBusy(groups, d.DeviceIDs)
 				}
 			}
 		}
 	}
-	u.free = make([]int, len(groups))
-	u.sorted = make([][]string, len(groups))
 	for gi, g := range groups {
 		if g == nil {
 			continue
 		}
-		for _, in := range g.Instances {
+		for ii, in := range g.Instances {
 			if in == nil || !in.Healthy {
 				continue
 			}
 			u.gpuCap++
-			if _, busy := u.used[in.ID]; !busy {
+			if !u.busy[gi][ii] {
 				u.free[gi]++
 			}
 		}
 	}
+	u.gpuFree = 0
+	for _, f := range u.free {
+		u.gpuFree += f
+	}
 	return u
 }
 
-// gpuFree is the number of healthy device instances not in use.
-func (u *nodeUsage) gpuFree() int {
-	n := 0
-	for _, f := range u.free {
-		n += f
-	}
-	return n
-}
-
-// take marks count free instances of device group gi as used and returns
-// their IDs, lowest-sorted first. It returns fewer when fewer are free.
-func (u *nodeUsage) take(gi, count int) []string {
-	if u.sorted[gi] == nil {
-		g := u.node.NodeResources.Devices[gi]
-		ids := make([]string, 0, len(g.Instances))
-		for _, in := range g.Instances {
-			if in != nil && in.Healthy {
-				ids = append(ids, in.ID)
+// markBusy marks the instances named by ids as in use. Nodes hold few
+// instances, so a linear search is cheaper than building a map per node.
+// IDs the node does not have are ignored.
+func (u *nodeUsage) markBusy(groups []*structs.DeviceGroup, ids []string) {
+	for _, id := range ids {
+	search:
+		for gi, g := range groups {
+			if g == nil {
+				continue
+			}
+			for ii, in := range g.Instances {
+				if in != nil && in.ID == id {
+					u.busy[gi][ii] = true
+					break search
+				}
 			}
 		}
-		sort.Strings(ids)
-		u.sorted[gi] = ids
 	}
-	out := make([]string, 0, count)
-	for _, id := range u.sorted[gi] {
-		if len(out) == count {
-			break
+}
+
+// take marks count free healthy instances of device group gi as used and
+// returns their IDs, lowest-sorted first. It returns fewer when fewer are
+// free.
+func (u *nodeUsage) take(gi, count int) []string {
+	g := u.node.NodeResources.Devices[gi]
+	idx := make([]int, 0, len(g.Instances))
+	for ii, in := range g.Instances {
+		if in != nil && in.Healthy && !u.busy[gi][ii] {
+			idx = append(idx, ii)
 		}
-		if _, busy := u.used[id]; busy {
-			continue
-		}
-		u.used[id] = struct{}{}
-		u.free[gi]--
-		out = append(out, id)
 	}
+	sort.Slice(idx, func(a, b int) bool { return g.Instances[idx[a]].ID < g.Instances[idx[b]].ID })
+	if len(idx) > count {
+		idx = idx[:count]
+	}
+	out := make([]string, len(idx))
+	for k, ii := range idx {
+		u.busy[gi][ii] = true
+		out[k] = g.Instances[ii].ID
+	}
+	u.free[gi] -= len(idx)
+	u.gpuFree -= len(idx)
 	return out
 }
 

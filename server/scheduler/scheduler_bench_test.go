@@ -1,0 +1,56 @@
+package scheduler
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// BenchmarkPlace10kOn1kNodes places 10,000 single-GPU allocations on 1,000
+// simulated 8-GPU nodes (8,000 GPUs) through the full Process path against
+// the in-memory fake state and planner, in two shapes: 100 jobs of count
+// 100 (few large evaluations) and 10,000 jobs of count 1 (many small
+// evaluations, each reading every node's usage). It reports placements per
+// second of wall time.
+func BenchmarkPlace10kOn1kNodes(b *testing.B) {
+	for _, shape := range []struct{ jobs, count int }{{100, 100}, {10000, 1}} {
+		b.Run(fmt.Sprintf("%djobs_x%d", shape.jobs, shape.count), func(b *testing.B) {
+			placed := 0
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				h := newHarness(b)
+				for n := 0; n < 1000; n++ {
+					h.state.upsertNode(gpuNode(fmt.Sprintf("node-%04d", n), 8, h100, 81559))
+				}
+				jobs := make([]*structs.Job, shape.jobs)
+				for j := range jobs {
+					jobs[j] = h.state.upsertJob(gpuJob(fmt.Sprintf("job-%05d", j), structs.JobTypeBatch, shape.count, 1, 1000, 4096))
+				}
+				b.StartTimer()
+				for _, j := range jobs {
+					h.process(newEval(j, structs.EvalTriggerJobRegister))
+				}
+				b.StopTimer()
+				// 8,000 GPUs hold 8,000 of the 10,000 allocations; the
+				// rest must be queued behind blocked evaluations.
+				if n := len(h.state.allocs); n != 8000 {
+					b.Fatalf("placed %d allocations, want 8000", n)
+				}
+				queued := 0
+				for _, ev := range h.planner.evals {
+					if ev.TriggeredBy == structs.EvalTriggerJobRegister {
+						queued += ev.QueuedAllocations["g"]
+					}
+				}
+				if queued != 2000 {
+					b.Fatalf("queued %d allocations, want 2000", queued)
+				}
+				placed += len(h.state.allocs)
+				checkInvariants(b, h.state)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(placed)/b.Elapsed().Seconds(), "placements/s")
+		})
+	}
+}
