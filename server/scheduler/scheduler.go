@@ -3,6 +3,19 @@
 // through Planner. It does no I/O and reads no clock; apart from new
 // allocation and evaluation IDs (structs.GenerateUUID) the same snapshot and
 // evaluation always give the same plan. Times are set by the server's worker.
+// It imports only the standard library and structs.
+//
+// New returns the one generic scheduler for batch and service jobs. Blocked
+// evaluation rule (the server's blocked-evaluation tracker must match it):
+// when task groups cannot be placed in full, an evaluation that is itself a
+// blocked evaluation being reprocessed (Status "blocked" or TriggeredBy
+// "queued-allocs" on entry) is updated with Status "blocked" again and no
+// evaluation is created; any other evaluation creates exactly one new
+// evaluation with Status "blocked", TriggeredBy "queued-allocs" and
+// PreviousEval set to its ID (Planner.CreateEval), and is itself updated
+// with Status "complete" and BlockedEval set. An evaluation whose plan
+// keeps being refused ends "failed" with StatusDescription "maximum
+// attempts reached". See genericScheduler.Process.
 package scheduler
 
 import "github.com/gpulayer/gpulayer/structs"
