@@ -126,7 +126,7 @@ func (c *JobRunCommand) Run(args []string) int {
 func readVarFile(path string) (map[string]string, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("Error reading var file: %w", err)
+		return nil, fmt.Errorf("reading var file: %w", err)
 	}
 	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
 	if diags.HasErrors() {

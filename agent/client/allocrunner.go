@@ -226,13 +226,6 @@ func (ar *allocRunner) changed() {
 	ar.c.sync.enqueue(up)
 }
 
-// status returns the alloc's client status.
-func (ar *allocRunner) status() string {
-	ar.mu.Lock()
-	defer ar.mu.Unlock()
-	return ar.clientStatus
-}
-
 // update applies a newer copy of the allocation from the servers: a
 // desired status of stop or evict stops every task.
 func (ar *allocRunner) update(a *structs.Allocation) {

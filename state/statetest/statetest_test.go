@@ -47,7 +47,7 @@ func TestFixturesAreValid(t *testing.T) {
 			}
 		})
 	}
-	if Node(0).ID == Node(0).ID {
+	if first, second := Node(0), Node(0); first.ID == second.ID {
 		t.Fatal("two nodes share an ID")
 	}
 }
