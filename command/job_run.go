@@ -80,7 +80,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	if varFile != "" {
 		fileVars, err := readVarFile(varFile)
 		if err != nil {
-			return c.Meta.errorf("%v", err)
+			return c.Meta.errorf("Error: %v", err)
 		}
 		for k, v := range fileVars {
 			all[k] = v
