@@ -323,23 +323,23 @@ func TestServer_JobDeregisterStopsAllocs(t *testing.T) {
 
 func TestServer_HeartbeatMissMarksNodeDown(t *testing.T) {
 	s := servertest.NewServer(t, servertest.WithConfig(func(c *server.Config) {
-		c.MinHeartbeatTTL = 50 * time.Millisecond
-		c.HeartbeatGrace = 50 * time.Millisecond
+		c.MinHeartbeatTTL = 300 * time.Millisecond
+		c.HeartbeatGrace = 300 * time.Millisecond
 	}))
 	n := statetest.Node(0)
 	ttl, err := s.NodeRegister(ctxT(t), n)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ttl < 50*time.Millisecond || ttl >= 100*time.Millisecond {
-		t.Fatalf("ttl %s, want in [50ms, 100ms)", ttl)
+	if ttl < 300*time.Millisecond || ttl >= 600*time.Millisecond {
+		t.Fatalf("ttl %s, want in [300ms, 600ms)", ttl)
 	}
 	// Heartbeats keep it ready.
 	for i := 0; i < 5; i++ {
 		if _, err := s.NodeUpdateStatus(ctxT(t), n.ID, structs.NodeStatusReady); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // well inside the TTL
 	}
 	got, _, err := s.NodeGet(ctxT(t), n.ID, nil)
 	if err != nil || got.Status != structs.NodeStatusReady {
