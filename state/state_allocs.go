@@ -65,6 +65,9 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		if place == nil || place.ID == "" {
 			return invalid("plan results: placed allocation nil or without ID")
 		}
+		if err := place.CheckWellFormed(); err != nil {
+			return err
+		}
 		a, err := safeCopy("allocation", place.ID, place.Copy)
 		if err != nil {
 			return err
@@ -145,8 +148,11 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		if existing == nil {
 			continue
 		}
-		// Copy only what is taken from the update, so a malformed field
-		// elsewhere in it does not matter.
+		// Check and copy only what is taken from the update, so a
+		// malformed field elsewhere in it does not matter.
+		if err := (&structs.Allocation{ID: upd.ID, TaskStates: upd.TaskStates}).CheckWellFormed(); err != nil {
+			return err
+		}
 		states, err := safeCopy("allocation", upd.ID, func() map[string]*structs.TaskState {
 			return (&structs.Allocation{TaskStates: upd.TaskStates}).Copy().TaskStates
 		})

@@ -16,6 +16,9 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
 	if node == nil || node.ID == "" {
 		return invalid("node: nil or without ID")
 	}
+	if err := node.CheckWellFormed(); err != nil {
+		return err
+	}
 	n, err := safeCopy("node", node.ID, node.Copy)
 	if err != nil {
 		return err
