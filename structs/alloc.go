@@ -66,6 +66,8 @@ type Allocation struct {
 
 	// PreviousAllocation is the allocation this one replaces, if any.
 	PreviousAllocation string
+	// Gang is set on members of a gang group: rank, world size and peers.
+	Gang *GangInfo `json:",omitempty"`
 
 	CreateIndex      uint64
 	ModifyIndex      uint64
@@ -195,6 +197,7 @@ func (a *Allocation) Copy() *Allocation {
 		}
 		n.AllocatedResources = ar
 	}
+	n.Gang = a.Gang.Copy()
 	if a.TaskStates != nil {
 		n.TaskStates = make(map[string]*TaskState, len(a.TaskStates))
 		for k, ts := range a.TaskStates {

@@ -116,6 +116,9 @@ type AllocatedDeviceResource struct {
 	Type      string
 	Name      string
 	DeviceIDs []string
+	// MemoryMB is the share of the one instance in DeviceIDs, in MiB, when
+	// the task asked for a memory share; zero means whole devices.
+	MemoryMB int64 `json:",omitempty"`
 }
 
 // ID returns "vendor/type/name".

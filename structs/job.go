@@ -56,6 +56,12 @@ type Job struct {
 	Constraints []*Constraint
 	Affinities  []*Affinity
 	TaskGroups  []*TaskGroup
+	// Requires lists node capabilities every group needs (see
+	// TaskGroup.Requires); a group's own list is added to it.
+	Requires []string
+	// Availability is the default node availability class the job's groups
+	// accept (see TaskGroup.Availability).
+	Availability string
 
 	// Stop is true once the user stopped the job; its allocations are then
 	// told to stop.
@@ -82,6 +88,20 @@ type TaskGroup struct {
 	RestartPolicy *RestartPolicy
 	Tasks         []*Task
 	Meta          map[string]string
+	// Gang places all Count allocations of the group at once or none of
+	// them, gives each a rank (see GangInfo) and restarts them together
+	// when one fails. See structs/gang.go.
+	Gang bool
+	// Requires lists capabilities the group needs, such as "voice". It is
+	// placed only on nodes that reserve every one of them, and a node that
+	// reserves capabilities takes only groups requiring one of them (see
+	// NodeTakesGroup).
+	Requires []string
+	// Availability is the node availability class the group accepts:
+	// "continuous" (the default; only continuous nodes) or "opportunistic"
+	// (opts in to opportunistic nodes as well as continuous ones). Empty
+	// takes the job's value.
+	Availability string
 }
 
 // Task is one process or container run by a driver.
@@ -114,8 +134,13 @@ type Resources struct {
 // is "vendor/type" or "vendor/type/model" (e.g. "nvidia/gpu",
 // "nvidia/gpu/NVIDIA H100 80GB HBM3") or just "type" ("gpu").
 type RequestedDevice struct {
-	Name        string
-	Count       int
+	Name  string
+	Count int
+	// MemoryMB, when above zero, asks for a share of one device's memory
+	// in MiB instead of whole devices: several allocations may share one
+	// instance while the sum of their shares stays within the instance's
+	// "memory" attribute. Count must then be 1.
+	MemoryMB    int
 	Constraints []*Constraint
 	Affinities  []*Affinity
 }
@@ -189,6 +214,12 @@ func (j *Job) Canonicalize() {
 		}
 		if tg.RestartPolicy == nil {
 			tg.RestartPolicy = DefaultRestartPolicy(j.Type)
+			if tg.Gang {
+				// A gang member is never restarted alone: its failure
+				// fails the allocation and the server restarts the
+				// whole gang (see GangMaxRestarts).
+				tg.RestartPolicy.Attempts = 0
+			}
 		}
 		if tg.RestartPolicy.Mode == "" {
 			tg.RestartPolicy.Mode = RestartModeFail
@@ -219,6 +250,9 @@ func (j *Job) Validate() error {
 		if err := c.Validate(); err != nil {
 			add("constraint %d: %v", i+1, err)
 		}
+	}
+	for _, e := range validateClass(j.Requires, j.Availability) {
+		add("%s", e)
 	}
 	if len(j.TaskGroups) == 0 {
 		add("group: a job needs at least one task group")
@@ -253,6 +287,10 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	if tg.Count < 0 {
 		add("count: must be 0 or more, got %d", tg.Count)
 	}
+	if tg.Gang && tg.Count < 1 {
+		add("gang: a gang group needs count of at least 1, got %d", tg.Count)
+	}
+	p = append(p, validateClass(tg.Requires, tg.Availability)...)
 	if rp := tg.RestartPolicy; rp != nil {
 		if rp.Attempts < 0 {
 			add("restart: attempts: must be 0 or more, got %d", rp.Attempts)
@@ -312,6 +350,12 @@ func (tg *TaskGroup) validate(jobType string) []string {
 				}
 				if d.Count < 1 {
 					add("%s: count: must be at least 1, got %d", dw, d.Count)
+				}
+				if d.MemoryMB < 0 {
+					add("%s: memory: must be 0 or more MiB, got %d", dw, d.MemoryMB)
+				}
+				if d.MemoryMB > 0 && d.Count > 1 {
+					add("%s: memory: a memory share is of one device; count must be 1, got %d", dw, d.Count)
 				}
 				for k, c := range d.Constraints {
 					if err := c.Validate(); err != nil {
@@ -386,6 +430,7 @@ func (j *Job) Copy() *Job {
 	n.Meta = maps.Clone(j.Meta)
 	n.Constraints = copyConstraints(j.Constraints)
 	n.Affinities = copyAffinities(j.Affinities)
+	n.Requires = slices.Clone(j.Requires)
 	if j.TaskGroups != nil {
 		n.TaskGroups = make([]*TaskGroup, len(j.TaskGroups))
 		for i, tg := range j.TaskGroups {
@@ -408,6 +453,7 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 		n.RestartPolicy = &rp
 	}
 	n.Meta = maps.Clone(tg.Meta)
+	n.Requires = slices.Clone(tg.Requires)
 	if tg.Tasks != nil {
 		n.Tasks = make([]*Task, len(tg.Tasks))
 		for i, t := range tg.Tasks {

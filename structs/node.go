@@ -1,6 +1,9 @@
 package structs
 
-import "maps"
+import (
+	"maps"
+	"slices"
+)
 
 // Node statuses.
 const (
@@ -43,6 +46,18 @@ type Node struct {
 
 	NodeResources     *NodeResources
 	ReservedResources *NodeReservedResources
+
+	// MemoryModel is MemoryModelDiscrete (GPUs have their own memory; the
+	// default when empty) or MemoryModelUnified (GPU memory is carved from
+	// host memory, as on Apple Silicon).
+	MemoryModel string
+	// Availability is AvailabilityContinuous (the default when empty) or
+	// AvailabilityOpportunistic (the node may go away; it takes only groups
+	// that opt in).
+	Availability string
+	// Reserved lists capabilities the node is kept for, such as "voice":
+	// it takes only groups that require one of them.
+	Reserved []string
 
 	Status                string
 	StatusDescription     string
@@ -88,6 +103,7 @@ func (n *Node) Copy() *Node {
 	c := *n
 	c.Attributes = maps.Clone(n.Attributes)
 	c.Meta = maps.Clone(n.Meta)
+	c.Reserved = slices.Clone(n.Reserved)
 	if n.Drivers != nil {
 		c.Drivers = make(map[string]*DriverInfo, len(n.Drivers))
 		for k, d := range n.Drivers {
