@@ -29,7 +29,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 	if req == nil {
 		return invalid("plan results: nil request")
 	}
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	jobs := map[string]struct{}{}
 	touched := false
@@ -120,7 +120,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitTxn(txn, index)
 	return nil
 }
 
@@ -133,7 +133,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 // structs.ErrInvalid for a nil update or an empty ID; then nothing is
 // written.
 func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allocation, updatedAt int64) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	jobs := map[string]struct{}{}
 	touched := false
@@ -182,7 +182,7 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitTxn(txn, index)
 	return nil
 }
 

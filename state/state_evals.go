@@ -13,7 +13,7 @@ import (
 // Errors wrap structs.ErrInvalid for a nil evaluation or an empty ID; then
 // nothing is written.
 func (s *StateStore) UpsertEvals(index uint64, evals []*structs.Evaluation) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	jobs := map[string]struct{}{}
 	if err := upsertEvalsTxn(txn, index, evals, jobs); err != nil {
@@ -22,7 +22,7 @@ func (s *StateStore) UpsertEvals(index uint64, evals []*structs.Evaluation) erro
 	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitTxn(txn, index)
 	return nil
 }
 
@@ -63,7 +63,7 @@ func upsertEvalsTxn(txn *memdb.Txn, index uint64, evals []*structs.Evaluation, j
 // collection). IDs that do not exist are skipped. The statuses of the
 // affected jobs are recomputed.
 func (s *StateStore) DeleteEvals(index uint64, evalIDs, allocIDs []string) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	jobs := map[string]struct{}{}
 	for _, id := range evalIDs {
@@ -105,7 +105,7 @@ func (s *StateStore) DeleteEvals(index uint64, evalIDs, allocIDs []string) error
 	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitTxn(txn, index)
 	return nil
 }
 

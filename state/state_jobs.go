@@ -22,7 +22,7 @@ func (s *StateStore) UpsertJob(index uint64, job *structs.Job) error {
 	if err != nil {
 		return err
 	}
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	existing, err := jobByIDTxn(txn, nil, job.ID)
 	if err != nil {
@@ -53,7 +53,7 @@ func (s *StateStore) UpsertJob(index uint64, job *structs.Job) error {
 	if err := setIndex(txn, TableJobs, index); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitTxn(txn, index)
 	return nil
 }
 
@@ -62,7 +62,7 @@ func (s *StateStore) UpsertJob(index uint64, job *structs.Job) error {
 // garbage-collects them later. Errors wrap structs.ErrNotFound when the job
 // does not exist.
 func (s *StateStore) DeleteJob(index uint64, jobID string) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	existing, err := jobByIDTxn(txn, nil, jobID)
 	if err != nil {
@@ -77,7 +77,7 @@ func (s *StateStore) DeleteJob(index uint64, jobID string) error {
 	if err := setIndex(txn, TableJobs, index); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitTxn(txn, index)
 	return nil
 }
 

@@ -23,7 +23,7 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
 	if err != nil {
 		return err
 	}
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	existing, err := nodeByIDTxn(txn, nil, node.ID)
 	if err != nil {
@@ -46,14 +46,14 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
 	if err := setIndex(txn, TableNodes, index); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitTxn(txn, index)
 	return nil
 }
 
 // DeleteNode removes the node. Its allocations stay; the scheduler handles
 // them. Errors wrap structs.ErrNotFound when the node does not exist.
 func (s *StateStore) DeleteNode(index uint64, nodeID string) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	existing, err := nodeByIDTxn(txn, nil, nodeID)
 	if err != nil {
@@ -68,14 +68,14 @@ func (s *StateStore) DeleteNode(index uint64, nodeID string) error {
 	if err := setIndex(txn, TableNodes, index); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitTxn(txn, index)
 	return nil
 }
 
 // UpdateNodeStatus sets the node's Status and StatusUpdatedAt (Unix
 // seconds). Errors wrap structs.ErrNotFound when the node does not exist.
 func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updatedAt int64) error {
-	txn := s.db.Txn(true)
+	txn := s.writeTxn()
 	defer txn.Abort()
 	existing, err := nodeByIDTxn(txn, nil, nodeID)
 	if err != nil {
@@ -97,7 +97,7 @@ func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updat
 	if err := setIndex(txn, TableNodes, index); err != nil {
 		return err
 	}
-	txn.Commit()
+	s.commitTxn(txn, index)
 	return nil
 }
 

@@ -18,6 +18,9 @@ type StateStore struct {
 	// waking every blocking query on it.
 	abandonCh   chan struct{}
 	abandonOnce *sync.Once
+
+	// events receives the changes of every write transaction (events.go).
+	events *EventBuffer
 }
 
 // StateSnapshot is a read-only point-in-time view of a StateStore, taken
@@ -38,7 +41,7 @@ func NewStateStore() (*StateStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: create memdb: %w", err)
 	}
-	return &StateStore{db: db, abandonCh: make(chan struct{}), abandonOnce: new(sync.Once)}, nil
+	return &StateStore{db: db, abandonCh: make(chan struct{}), abandonOnce: new(sync.Once), events: NewEventBuffer(0)}, nil
 }
 
 // Snapshot returns a point-in-time view that later writes do not change. It
@@ -49,6 +52,7 @@ func (s *StateStore) Snapshot() (*StateSnapshot, error) {
 		db:          s.db.Snapshot(),
 		abandonCh:   s.abandonCh,
 		abandonOnce: s.abandonOnce,
+		events:      s.events,
 	}}, nil
 }
 

@@ -205,6 +205,13 @@ func (r *raftFSM) Restore(rc io.ReadCloser) error {
 		f.logger.Error("failed to restore snapshot; keeping the current state", "error", err)
 		return err
 	}
+	// The event buffer outlives the store; events the snapshot skipped
+	// over are marked missing so no subscriber streams across the gap.
+	restoredIndex, err := newState.LatestIndex()
+	if err != nil {
+		return err
+	}
+	newState.AdoptEvents(f.State(), restoredIndex)
 	old := f.state.Swap(newState)
 	old.Abandon()
 	f.logger.Info("restored state from snapshot")

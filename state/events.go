@@ -1,0 +1,260 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// DefaultEventBufferSize is how many Raft indexes' event batches an
+// EventBuffer keeps when NewEventBuffer is given zero: 4096. A subscriber
+// further behind than that gets ErrEventsTruncated and must re-read the
+// state with a query before streaming again.
+const DefaultEventBufferSize = 4096
+
+// ErrEventsTruncated is returned (wrapped, with the oldest index still
+// held) when a subscription asks for events that the buffer no longer
+// holds: they were dropped to keep it bounded, or the store was restored
+// from a Raft snapshot past them. Streaming on would leave a gap.
+var ErrEventsTruncated = errors.New("events no longer held")
+
+// EventBuffer is a bounded, in-order ring of the event batches published by
+// state store writes, one batch per Raft index. Subscribers read it by
+// index, so a subscriber that resumes from the last index it saw gets every
+// later event once: no gaps (or ErrEventsTruncated) and no duplicates. It
+// is safe for concurrent use; the FSM is its only publisher.
+//
+// The design follows Nomad's nomad/stream event buffer and Consul's
+// agent/consul/stream: events are produced from the memdb change set of
+// each write transaction (memdb's TrackChanges), after it commits.
+type EventBuffer struct {
+	mu   sync.Mutex
+	ring []*structs.EventBatch // ring[(head+i)%len(ring)], i < n, in Index order
+	head int
+	n    int
+	// latest is the highest index published or restored.
+	latest uint64
+	// truncated is the highest index whose events may be missing: every
+	// batch with Index > truncated that was ever published is in the ring.
+	truncated uint64
+	// notify is closed and replaced on every publish.
+	notify chan struct{}
+}
+
+// NewEventBuffer returns an empty buffer that keeps the newest size
+// batches; size zero or less means DefaultEventBufferSize.
+func NewEventBuffer(size int) *EventBuffer {
+	if size <= 0 {
+		size = DefaultEventBufferSize
+	}
+	return &EventBuffer{ring: make([]*structs.EventBatch, size), notify: make(chan struct{})}
+}
+
+// publish appends a batch. Batches must come in increasing Index order; an
+// out-of-order batch is a programming error in the FSM and is dropped
+// (reported by the returned error) so the ring stays sorted.
+func (b *EventBuffer) publish(batch *structs.EventBatch) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if batch.Index <= b.latest {
+		return fmt.Errorf("state: event batch at index %d is not after the latest %d", batch.Index, b.latest)
+	}
+	if b.n == len(b.ring) {
+		dropped := b.ring[b.head]
+		b.ring[b.head] = nil
+		b.head = (b.head + 1) % len(b.ring)
+		b.n--
+		b.truncated = dropped.Index
+	}
+	b.ring[(b.head+b.n)%len(b.ring)] = batch
+	b.n++
+	b.latest = batch.Index
+	close(b.notify)
+	b.notify = make(chan struct{})
+	return nil
+}
+
+// restoredAt records that the store was replaced by a snapshot taken at
+// index: events up to index that were never published are missing, so a
+// subscriber behind it gets ErrEventsTruncated.
+func (b *EventBuffer) restoredAt(index uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if index > b.truncated {
+		b.truncated = index
+	}
+	if index > b.latest {
+		b.latest = index
+	}
+	close(b.notify)
+	b.notify = make(chan struct{})
+}
+
+// LatestIndex returns the highest Raft index published or restored; a
+// subscription from it sees only later changes.
+func (b *EventBuffer) LatestIndex() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.latest
+}
+
+// next returns the first batch with Index > after, or nil and a channel
+// closed at the next publish. It returns ErrEventsTruncated (wrapped) when
+// batches after after may have been dropped.
+func (b *EventBuffer) next(after uint64) (*structs.EventBatch, <-chan struct{}, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if after < b.truncated {
+		oldest := b.truncated
+		if b.n > 0 {
+			oldest = b.ring[b.head].Index
+		}
+		return nil, nil, fmt.Errorf("%w: index %d is older than the event buffer (it holds indexes from %d, after %d): re-read the state and stream from its index",
+			ErrEventsTruncated, after, oldest, b.truncated)
+	}
+	i := sort.Search(b.n, func(i int) bool { return b.ring[(b.head+i)%len(b.ring)].Index > after })
+	if i == b.n {
+		return nil, b.notify, nil
+	}
+	return b.ring[(b.head+i)%len(b.ring)], nil, nil
+}
+
+// Subscription reads events in Raft index order. It is not safe for
+// concurrent use; create one per reader.
+type Subscription struct {
+	buf    *EventBuffer
+	topics structs.EventTopics
+	cursor uint64
+}
+
+// Subscribe returns a subscription to events with Index > fromIndex that
+// pass topics (nil means every topic). A fromIndex of zero means "from
+// now": only changes after the buffer's latest index.
+func (b *EventBuffer) Subscribe(fromIndex uint64, topics structs.EventTopics) *Subscription {
+	if fromIndex == 0 {
+		fromIndex = b.LatestIndex()
+	}
+	return &Subscription{buf: b, topics: topics, cursor: fromIndex}
+}
+
+// Index returns the Raft index of the last batch Next returned (or skipped
+// because no event in it passed the filter): resuming from it continues the
+// stream without gaps or duplicates.
+func (s *Subscription) Index() uint64 { return s.cursor }
+
+// Next blocks until a batch after the cursor has events that pass the
+// filter and returns a batch holding just those events. It returns ctx's
+// error when ctx ends first, and an error wrapping ErrEventsTruncated when
+// the buffer has dropped events this subscription has not read yet.
+func (s *Subscription) Next(ctx context.Context) (*structs.EventBatch, error) {
+	for {
+		batch, wait, err := s.buf.next(s.cursor)
+		if err != nil {
+			return nil, err
+		}
+		if batch == nil {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-wait:
+				continue
+			}
+		}
+		s.cursor = batch.Index
+		if len(s.topics) == 0 {
+			return batch, nil
+		}
+		var evs []*structs.Event
+		for _, e := range batch.Events {
+			if s.topics.Matches(e) {
+				evs = append(evs, e)
+			}
+		}
+		if len(evs) > 0 {
+			return &structs.EventBatch{Index: batch.Index, Events: evs}, nil
+		}
+	}
+}
+
+// Events returns the store's event buffer, which survives snapshot restores
+// (see AdoptEvents).
+func (s *StateStore) Events() *EventBuffer { return s.events }
+
+// AdoptEvents makes s publish into old's event buffer, for a store that
+// replaces old after a Raft snapshot restore at Raft index index; the
+// buffer marks events up to index as missing.
+func (s *StateStore) AdoptEvents(old *StateStore, index uint64) {
+	s.events = old.events
+	s.events.restoredAt(index)
+}
+
+// writeTxn starts a write transaction that records its changes for the
+// event buffer. Every state write uses it and ends with commitTxn.
+func (s *StateStore) writeTxn() *memdb.Txn {
+	txn := s.db.Txn(true)
+	txn.TrackChanges()
+	return txn
+}
+
+// commitTxn commits txn and publishes its changes as the event batch of
+// Raft index index. A write that changed nothing publishes nothing.
+func (s *StateStore) commitTxn(txn *memdb.Txn, index uint64) {
+	changes := txn.Changes()
+	txn.Commit()
+	if s.events == nil {
+		return
+	}
+	batch := &structs.EventBatch{Index: index}
+	for i := range changes {
+		if e := eventFromChange(&changes[i], index); e != nil {
+			batch.Events = append(batch.Events, e)
+		}
+	}
+	if len(batch.Events) == 0 {
+		return
+	}
+	// publish fails only for an index at or below the latest, which the
+	// FSM never writes; such a batch is dropped rather than reordering the
+	// stream.
+	_ = s.events.publish(batch)
+}
+
+// eventFromChange turns one memdb change into an event, or nil for a table
+// that has no topic (the index table).
+func eventFromChange(c *memdb.Change, index uint64) *structs.Event {
+	obj, deleted := c.After, false
+	if obj == nil {
+		obj, deleted = c.Before, true
+	}
+	switch o := obj.(type) {
+	case *structs.Job:
+		return &structs.Event{Topic: structs.TopicJob, Type: pick(deleted, structs.EventJobDeregistered, structs.EventJobRegistered),
+			Key: o.ID, Index: index, Payload: structs.EventPayload{Job: o}}
+	case *structs.Allocation:
+		// A shallow copy without the job: the stored allocation is never
+		// mutated, so sharing its other fields is safe.
+		a := *o
+		a.Job = nil
+		return &structs.Event{Topic: structs.TopicAllocation, Type: pick(deleted, structs.EventAllocationDeleted, structs.EventAllocationUpdated),
+			Key: o.ID, Index: index, Payload: structs.EventPayload{Allocation: &a}}
+	case *structs.Node:
+		return &structs.Event{Topic: structs.TopicNode, Type: pick(deleted, structs.EventNodeDeleted, structs.EventNodeUpdated),
+			Key: o.ID, Index: index, Payload: structs.EventPayload{Node: o.Stub()}}
+	case *structs.Evaluation:
+		return &structs.Event{Topic: structs.TopicEvaluation, Type: pick(deleted, structs.EventEvalDeleted, structs.EventEvalUpdated),
+			Key: o.ID, Index: index, Payload: structs.EventPayload{Evaluation: o}}
+	}
+	return nil
+}
+
+func pick(cond bool, a, b string) string {
+	if cond {
+		return a
+	}
+	return b
+}
