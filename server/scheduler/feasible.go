@@ -36,6 +36,8 @@ type deviceAsk struct {
 	// weight is the sum of the absolute weights of the request's
 	// affinities, used to normalise the affinity score.
 	weight float64
+	// share is the memory share asked for, in MiB; 0 for whole devices.
+	share int64
 }
 
 // groupAsk is everything a task group asks of a node, gathered once per
@@ -54,10 +56,17 @@ type groupAsk struct {
 	// affinityWeight is the sum of the absolute weights of every node and
 	// device affinity; zero when there are none.
 	affinityWeight float64
+	// shareMiB is the sum of the device memory shares asked for, in MiB;
+	// on a unified-memory node it is charged to host memory.
+	shareMiB int64
+	// requires and avail are the group's node class demands (see
+	// structs.NodeTakesGroup).
+	requires []string
+	avail    string
 }
 
 func newGroupAsk(job *structs.Job, tg *structs.TaskGroup) *groupAsk {
-	a := &groupAsk{tg: tg}
+	a := &groupAsk{tg: tg, requires: structs.GroupRequires(job, tg), avail: structs.GroupAvailability(job, tg)}
 	a.constraints = append(a.constraints, job.Constraints...)
 	a.constraints = append(a.constraints, tg.Constraints...)
 	a.affinities = append(a.affinities, job.Affinities...)
@@ -80,7 +89,7 @@ func newGroupAsk(job *structs.Job, tg *structs.TaskGroup) *groupAsk {
 			if d == nil || d.Count <= 0 {
 				continue
 			}
-			da := deviceAsk{task: t.Name, req: d}
+			da := deviceAsk{task: t.Name, req: d, share: int64(d.MemoryMB)}
 			var err error
 			da.vendor, da.typ, da.name, err = structs.ParseDeviceName(d.Name)
 			da.bad = err != nil
@@ -90,7 +99,11 @@ func newGroupAsk(job *structs.Job, tg *structs.TaskGroup) *groupAsk {
 				}
 			}
 			a.devices = append(a.devices, da)
-			a.instances += d.Count
+			if da.share > 0 {
+				a.shareMiB += da.share
+			} else {
+				a.instances += d.Count
+			}
 			a.affinityWeight += da.weight
 		}
 	}
@@ -135,14 +148,18 @@ type candidate struct {
 }
 
 // feasibility checks node n for the group, in this order: ready, datacenter,
-// drivers, constraints, devices. It returns the candidate, or the reason
-// the node was filtered out.
+// node class (availability and reserved capabilities), drivers,
+// constraints, devices. It returns the candidate, or the reason the node was
+// filtered out.
 func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) (*candidate, string) {
 	if !n.Ready() {
 		return nil, reasonNodeNotReady
 	}
 	if !datacenterAllowed(job.Datacenters, n.Datacenter) {
 		return nil, reasonDatacenter
+	}
+	if ok, reason := structs.NodeTakesGroup(n, ask.requires, ask.avail); !ok {
+		return nil, reason
 	}
 	for _, d := range ask.drivers {
 		if !driverHealthy(n, d) {
@@ -174,6 +191,9 @@ func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) 
 			first := len(c.choices)
 			for gi, g := range groups {
 				if g == nil || !da.matches(g) || healthyCount(g) < da.req.Count {
+					continue
+				}
+				if da.share > 0 && g.MemoryMiB() < da.share {
 					continue
 				}
 				if !c.deviceConstraintsHold(n, g, da.req) {

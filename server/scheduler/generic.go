@@ -53,6 +53,8 @@ type attempt struct {
 	job    *structs.Job
 	failed map[string]*structs.AllocMetric
 	queued map[string]int
+	// preempted holds the jobs whose allocations the plan evicts.
+	preempted map[string]*structs.Job
 }
 
 // Process reconciles the evaluation's job with the cluster, submits the
@@ -86,6 +88,7 @@ func (s *genericScheduler) Process(eval *structs.Evaluation) error {
 	ev := eval.Copy()
 	state := s.state
 	var out *attempt
+	preempted := map[string]*structs.Job{}
 	for n := 0; ; n++ {
 		if n == maxPlanAttempts {
 			ev.Status = structs.EvalStatusFailed
@@ -111,6 +114,9 @@ func (s *genericScheduler) Process(eval *structs.Evaluation) error {
 		if result == nil {
 			return fmt.Errorf("scheduler: submit plan for eval %s: no result", ev.ID)
 		}
+		for id, j := range out.preempted {
+			preempted[id] = j
+		}
 		full, _, _ := result.FullCommit(out.plan)
 		if full && result.RefreshIndex == 0 {
 			break
@@ -120,7 +126,33 @@ func (s *genericScheduler) Process(eval *structs.Evaluation) error {
 		}
 		state = newState
 	}
+	if err := s.requeuePreempted(ev, preempted); err != nil {
+		return err
+	}
 	return s.finish(ev, out)
+}
+
+// requeuePreempted creates a pending evaluation (TriggeredBy "preemption")
+// for each job whose allocations a plan of ev evicted, in job ID order, so
+// the evicted work goes back to the queue.
+func (s *genericScheduler) requeuePreempted(ev *structs.Evaluation, jobs map[string]*structs.Job) error {
+	ids := make([]string, 0, len(jobs))
+	for id := range jobs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		j := jobs[id]
+		e := &structs.Evaluation{
+			ID: structs.GenerateUUID(), Namespace: j.Namespace, Priority: j.Priority, Type: j.Type,
+			TriggeredBy: structs.EvalTriggerPreemption, JobID: j.ID, JobModifyIndex: j.JobModifyIndex,
+			Status: structs.EvalStatusPending, PreviousEval: ev.ID,
+		}
+		if err := s.planner.CreateEval(e); err != nil {
+			return fmt.Errorf("scheduler: create eval for preempted job %q: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // finish records the evaluation's outcome and, when groups are left

@@ -156,8 +156,24 @@ func (p *fakePlanner) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, State
 		nodeIDs[id] = true
 	}
 	s.index++
+	refused := map[string]bool{}
 	for id := range nodeIDs {
 		if p.rejectAll || checkNodePlan(s, id, plan.NodeAllocation[id]) != nil {
+			refused[id] = true
+		}
+	}
+	// A gang is committed whole or not at all, as the server's applier does.
+	if len(refused) > 0 {
+		for id, allocs := range plan.NodeAllocation {
+			for _, a := range allocs {
+				if a.Gang != nil && a.CreateIndex == 0 {
+					refused[id] = true
+				}
+			}
+		}
+	}
+	for id := range nodeIDs {
+		if refused[id] {
 			res.RejectedNodes = append(res.RejectedNodes, id)
 			continue
 		}
@@ -220,53 +236,11 @@ func checkNodePlan(s *fakeState, nodeID string, allocs []*structs.Allocation) er
 	return checkNodeAllocs(n, all)
 }
 
-// checkNodeAllocs checks the allocations that hold resources on n.
+// checkNodeAllocs checks the allocations that hold resources on n with
+// structs.AllocsFit, the plan applier's own rules.
 func checkNodeAllocs(n *structs.Node, allocs []*structs.Allocation) error {
-	healthy := map[string]bool{}
-	var cpuCap, memCap int64
-	if r := n.NodeResources; r != nil {
-		cpuCap, memCap = r.CPU, r.MemoryMB
-		for _, g := range r.Devices {
-			for _, in := range g.Instances {
-				healthy[in.ID] = in.Healthy
-			}
-		}
-	}
-	if r := n.ReservedResources; r != nil {
-		cpuCap -= r.CPU
-		memCap -= r.MemoryMB
-	}
-	var cpu, mem int64
-	held := map[string]string{}
-	for _, a := range allocs {
-		if !a.HoldsResources() || a.AllocatedResources == nil {
-			continue
-		}
-		for _, tr := range a.AllocatedResources.Tasks {
-			cpu += tr.CPU
-			mem += tr.MemoryMB
-			for _, d := range tr.Devices {
-				for _, id := range d.DeviceIDs {
-					if other, dup := held[id]; dup {
-						return fmt.Errorf("device %s held by %s and %s", id, other, a.ID)
-					}
-					h, known := healthy[id]
-					if !known {
-						return fmt.Errorf("device %s not on node %s", id, n.ID)
-					}
-					if !h && a.CreateIndex == 0 {
-						return fmt.Errorf("device %s is unhealthy", id)
-					}
-					held[id] = a.ID
-				}
-			}
-		}
-	}
-	if cpu > cpuCap {
-		return fmt.Errorf("cpu %d MHz > %d MHz", cpu, cpuCap)
-	}
-	if mem > memCap {
-		return fmt.Errorf("memory %d MiB > %d MiB", mem, memCap)
+	if ok, reason := structs.AllocsFit(n, allocs); !ok {
+		return fmt.Errorf("node %s: %s", n.ID, reason)
 	}
 	return nil
 }

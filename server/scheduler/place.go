@@ -150,10 +150,15 @@ func (g *groupScan) best() int {
 	return best
 }
 
-// placeGroup places reqs, which all belong to one task group.
+// placeGroup places reqs, which all belong to one task group. A gang group
+// (structs.TaskGroup.Gang) is placed whole or not at all: when one member
+// does not fit, the members placed so far are taken out of the plan again.
+// Requests that do not fit may preempt lower-priority work (see preempt).
 func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *attempt) error {
 	tg := reqs[0].tg
 	g := c.newGroupScan(tg)
+	var placed []*structs.Allocation
+	var placedOn []*nodeUsage
 	for k, req := range reqs {
 		for g.fitting < candidateLimit && g.cursor < len(g.order) && (g.fitting == 0 || len(g.cands) < visitLimit) {
 			if err := g.visit(); err != nil {
@@ -170,9 +175,15 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 				}
 				m.DimensionExhausted[d]++
 			}
-			m.CoalescedFailures = len(reqs) - k - 1
+			left := len(reqs) - k
+			if tg.Gang {
+				rollback(plan, placed, placedOn)
+				left = len(reqs)
+			}
+			m.CoalescedFailures = left - 1
 			out.failed[tg.Name] = m
-			out.queued[tg.Name] = len(reqs) - k
+			out.queued[tg.Name] = left
+			c.preempt(plan, g, left, out)
 			return nil
 		}
 		cand, u := g.cands[best], g.usages[best]
@@ -195,10 +206,19 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 			a.PreviousAllocation = req.previous.ID
 		}
 		plan.AppendAlloc(a)
+		placed = append(placed, a)
+		placedOn = append(placedOn, u)
 		g.scores[best], g.dims[best] = fit(g.ask, cand, u, g.taken[:len(u.free)])
 		if g.dims[best] != "" {
 			g.fitting--
 		}
+	}
+	if tg.Gang {
+		nodes := make([]*structs.Node, len(placedOn))
+		for i, u := range placedOn {
+			nodes[i] = u.node
+		}
+		setGangInfo(c.job, tg, placed, nodes, reqs[0].gangAttempt)
 	}
 	return nil
 }

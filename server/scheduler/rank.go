@@ -49,13 +49,26 @@ func fit(ask *groupAsk, cand *candidate, u *nodeUsage, taken []int) (score float
 	if u.cpuUsed+ask.cpu > u.cpuCap {
 		return 0, "cpu"
 	}
-	if u.memUsed+ask.mem > u.memCap {
+	mem := ask.mem
+	if u.unified {
+		mem += ask.shareMiB
+	}
+	if u.memUsed+mem > u.memCap {
 		return 0, "memory"
 	}
 	var devAff float64
 	if len(ask.devices) > 0 {
 		clear(taken)
+		var extra map[int][]int64
 		for i, da := range ask.devices {
+			if da.share > 0 {
+				ch, _, ok := pickShare(cand.choices[i], u, taken, &extra, da.share)
+				if !ok {
+					return 0, dimDeviceMemory + da.req.Name
+				}
+				devAff += ch.affinity
+				continue
+			}
 			ch, ok := pickGroup(cand.choices[i], u, taken, da.req.Count)
 			if !ok {
 				return 0, "devices: " + da.req.Name
@@ -64,7 +77,7 @@ func fit(ask *groupAsk, cand *candidate, u *nodeUsage, taken []int) (score float
 			devAff += ch.affinity
 		}
 	}
-	score = binPackScore(u.cpuUsed+ask.cpu, u.cpuCap, u.memUsed+ask.mem, u.memCap)
+	score = binPackScore(u.cpuUsed+ask.cpu, u.cpuCap, u.memUsed+mem, u.memCap)
 	if u.gpuCap > 0 {
 		if ask.instances > 0 {
 			score += float64(u.gpuCap-u.gpuFree+ask.instances) / float64(u.gpuCap)
@@ -89,6 +102,41 @@ func pickGroup(choices []devChoice, u *nodeUsage, taken []int, count int) (devCh
 	return devChoice{}, false
 }
 
+// dimDeviceMemory prefixes the exhausted dimension of a memory share that
+// fits no instance: "device memory: nvidia/gpu".
+const dimDeviceMemory = "device memory: "
+
+// pickShare returns the first choice (best device affinity first) with an
+// instance that has share MiB of memory left, not counting what *extra
+// (per group, per instance MiB) already set aside in this fit, and records
+// the share in *extra. An instance that was free becomes taken for whole
+// requests.
+func pickShare(choices []devChoice, u *nodeUsage, taken []int, extra *map[int][]int64, share int64) (devChoice, int, bool) {
+	for _, ch := range choices {
+		var ex []int64
+		if *extra != nil {
+			ex = (*extra)[ch.group]
+		}
+		ii := u.shareInstance(ch.group, share, ex)
+		if ii < 0 {
+			continue
+		}
+		if *extra == nil {
+			*extra = map[int][]int64{}
+		}
+		if ex == nil {
+			ex = make([]int64, len(u.node.NodeResources.Devices[ch.group].Instances))
+			(*extra)[ch.group] = ex
+		}
+		if ex[ii] == 0 && u.sharedAt(ch.group, ii) == 0 {
+			taken[ch.group]++
+		}
+		ex[ii] += share
+		return ch, ii, true
+	}
+	return devChoice{}, -1, false
+}
+
 // assign takes the group's resources on the candidate's node and returns
 // them per task. It must only be called after fit succeeded for the same
 // usage.
@@ -106,6 +154,31 @@ func assign(ask *groupAsk, cand *candidate, u *nodeUsage, taken []int) *structs.
 	}
 	clear(taken)
 	for i, da := range ask.devices {
+		if da.share > 0 {
+			var none map[int][]int64
+			ch, ii, ok := pickShare(cand.choices[i], u, taken, &none, da.share)
+			if !ok {
+				continue
+			}
+			clear(taken)
+			g := u.node.NodeResources.Devices[ch.group]
+			if u.shared[ch.group] == nil {
+				u.shared[ch.group] = make([]int64, len(g.Instances))
+			}
+			if u.shared[ch.group][ii] == 0 {
+				u.free[ch.group]--
+				u.gpuFree--
+			}
+			u.shared[ch.group][ii] += da.share
+			if u.unified {
+				u.memUsed += da.share
+			}
+			tr := ar.Tasks[da.task]
+			tr.Devices = append(tr.Devices, &structs.AllocatedDeviceResource{
+				Vendor: g.Vendor, Type: g.Type, Name: g.Name, DeviceIDs: []string{g.Instances[ii].ID}, MemoryMB: da.share,
+			})
+			continue
+		}
 		ch, ok := pickGroup(cand.choices[i], u, taken, da.req.Count)
 		if !ok {
 			continue

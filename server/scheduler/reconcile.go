@@ -20,6 +20,8 @@ type placementRequest struct {
 	tg       *structs.TaskGroup
 	index    int
 	previous *structs.Allocation
+	// gangAttempt is the gang attempt of a gang group's placement.
+	gangAttempt int
 }
 
 // reconcileResult is the difference between the job's desired allocations
@@ -52,6 +54,7 @@ type reconcileResult struct {
 //   - A service allocation that is client-terminal (complete, failed, lost)
 //     is replaced; the replacement names it in PreviousAllocation.
 //   - An allocation the server already told to stop is ignored.
+//   - A gang group is reconciled as a whole (see reconcileGang).
 //
 // Every index in [0, count) without a live or kept allocation is placed.
 func reconcile(job *structs.Job, allocs []*structs.Allocation) reconcileResult {
@@ -86,6 +89,10 @@ func reconcile(job *structs.Job, allocs []*structs.Allocation) reconcileResult {
 	}
 	for _, tg := range job.TaskGroups {
 		if tg == nil {
+			continue
+		}
+		if tg.Gang {
+			reconcileGang(job, tg, byGroup[tg.Name], &res)
 			continue
 		}
 		live := map[int]*structs.Allocation{}

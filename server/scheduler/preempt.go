@@ -1,0 +1,162 @@
+package scheduler
+
+import (
+	"sort"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// Preemption. When n allocations of a group do not fit, preempt looks, for
+// each of them in turn, at the nodes that passed feasibility:
+//
+//  1. A node that would fit once the allocations already told to stop or
+//     be evicted (but still running, so still holding their GPUs) are gone
+//     takes the allocation without evicting more; it is placed once they
+//     stop (the evaluation is blocked until capacity frees).
+//  2. Otherwise allocations of batch jobs whose priority is at least
+//     structs.PreemptPriorityDelta below the job's are evicted, lowest
+//     priority first (then largest CPU, then ID), on the node that needs
+//     the fewest evictions (then the lowest highest evicted priority, then
+//     the lowest node ID), until the allocation fits.
+//
+// Each allocation thus claimed is counted on that node's future usage, so
+// one eviction is never counted for two allocations. Evictions go into the
+// plan with DesiredStatus "evict"; the evicted jobs get new evaluations
+// (see genericScheduler.Process) and go back to the queue. Nothing is
+// placed by preempt itself: an evicted allocation holds its GPUs until its
+// client reports it stopped, so no two processes ever share a GPU.
+func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt) {
+	prio := c.job.Priority
+	if prio-structs.PreemptPriorityDelta < structs.JobMinPriority {
+		return
+	}
+	evictable := func(a *structs.Allocation) bool {
+		return a.DesiredStatus == structs.AllocDesiredStatusRun && a.Job != nil &&
+			a.Job.Type == structs.JobTypeBatch && a.Job.Priority <= prio-structs.PreemptPriorityDelta
+	}
+	// Only nodes with allocations being freed or evictable can help.
+	var useful []int
+	for i, u := range g.usages {
+		for _, a := range u.allocs {
+			if a.DesiredStatus != structs.AllocDesiredStatusRun || evictable(a) {
+				useful = append(useful, i)
+				break
+			}
+		}
+	}
+	if len(useful) == 0 {
+		return
+	}
+	future := map[int]*nodeUsage{}
+	futureOf := func(i int) *nodeUsage {
+		if f := future[i]; f != nil {
+			return f
+		}
+		f := g.usages[i].clone()
+		for _, a := range f.allocs {
+			if a.DesiredStatus != structs.AllocDesiredStatusRun {
+				f.add(a.AllocatedResources, -1)
+			}
+		}
+		f.recount()
+		future[i] = f
+		return f
+	}
+	taken := make([]int, len(g.taken))
+	fits := func(i int, u *nodeUsage) bool {
+		if len(u.free) > len(taken) {
+			taken = make([]int, len(u.free))
+		}
+		_, dim := fit(g.ask, g.cands[i], u, taken[:len(u.free)])
+		return dim == ""
+	}
+	claim := func(i int, u *nodeUsage) {
+		assign(g.ask, g.cands[i], u, taken[:len(u.free)])
+	}
+	for k := 0; k < n; k++ {
+		done := false
+		for _, i := range useful {
+			if f := futureOf(i); fits(i, f) {
+				claim(i, f)
+				done = true
+				break
+			}
+		}
+		if done {
+			continue
+		}
+		bestI, bestN, bestPrio := -1, 0, 0
+		var bestEvict []*structs.Allocation
+		var bestU *nodeUsage
+		for _, i := range useful {
+			f := futureOf(i)
+			var cands []*structs.Allocation
+			for _, a := range f.allocs {
+				if evictable(a) {
+					cands = append(cands, a)
+				}
+			}
+			if len(cands) == 0 {
+				continue
+			}
+			sort.Slice(cands, func(x, y int) bool {
+				a, b := cands[x], cands[y]
+				if a.Job.Priority != b.Job.Priority {
+					return a.Job.Priority < b.Job.Priority
+				}
+				ca, cb := allocCPU(a), allocCPU(b)
+				if ca != cb {
+					return ca > cb
+				}
+				return a.ID < b.ID
+			})
+			trial := f.clone()
+			for m, a := range cands {
+				trial.release(a.AllocatedResources)
+				if !fits(i, trial) {
+					continue
+				}
+				ev := cands[:m+1]
+				top := ev[len(ev)-1].Job.Priority
+				better := bestI < 0 || len(ev) < bestN || (len(ev) == bestN && top < bestPrio) ||
+					(len(ev) == bestN && top == bestPrio && g.cands[i].node.ID < g.cands[bestI].node.ID)
+				if better {
+					bestI, bestN, bestPrio, bestEvict, bestU = i, len(ev), top, ev, trial
+				}
+				break
+			}
+		}
+		if bestI < 0 {
+			return
+		}
+		for _, a := range bestEvict {
+			plan.AppendPreemptedAlloc(a, c.job.ID, prio)
+			if out.preempted == nil {
+				out.preempted = map[string]*structs.Job{}
+			}
+			out.preempted[a.JobID] = a.Job
+			// The future usage no longer lists it as evictable.
+			for j, b := range bestU.allocs {
+				if b == a {
+					bestU.allocs = append(bestU.allocs[:j:j], bestU.allocs[j+1:]...)
+					break
+				}
+			}
+		}
+		claim(bestI, bestU)
+		future[bestI] = bestU
+	}
+}
+
+// allocCPU returns the CPU an allocation holds, in MHz.
+func allocCPU(a *structs.Allocation) int64 {
+	var c int64
+	if a.AllocatedResources != nil {
+		for _, tr := range a.AllocatedResources.Tasks {
+			if tr != nil {
+				c += tr.CPU
+			}
+		}
+	}
+	return c
+}
