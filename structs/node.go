@@ -28,8 +28,11 @@ const (
 
 // Node is a client host that runs allocations.
 type Node struct {
-	ID         string
-	SecretID   string `json:"-"`
+	ID string
+	// SecretID authenticates the node's client to the servers. It is
+	// never sent in JSON (API answers); Raft entries and snapshots carry it
+	// (codec tag) so every server can check it.
+	SecretID   string `json:"-" codec:"SecretID"`
 	Name       string
 	Datacenter string
 	NodeClass  string
