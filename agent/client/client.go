@@ -41,6 +41,8 @@ type Client struct {
 	// finished holds the final status of allocations finished in an
 	// earlier life of this client, from the state file.
 	finished map[string]*allocRecord
+	// tel is the GPU telemetry (telemetry.go).
+	tel telemetry
 
 	shutdownOnce sync.Once
 }
@@ -61,7 +63,7 @@ func NewClient(cfg *Config) (*Client, error) {
 	if err := os.MkdirAll(filepath.Join(c0.DataDir, "allocs"), 0o700); err != nil {
 		return nil, fmt.Errorf("create allocs dir: %w", err)
 	}
-	c := &Client{cfg: c0, logger: c0.Logger, runners: map[string]*allocRunner{}}
+	c := &Client{cfg: c0, logger: c0.Logger, runners: map[string]*allocRunner{}, tel: telemetry{idleSince: map[string]time.Time{}}}
 	c.sync = newAllocSyncer(c0.Servers, c.logger, c0.SyncInterval)
 
 	node, err := c.buildNode()
@@ -87,10 +89,11 @@ func NewClient(cfg *Config) (*Client, error) {
 		c.state.close()
 		return nil, err
 	}
-	c.wg.Add(3)
+	c.wg.Add(4)
 	go func() { defer c.wg.Done(); c.heartbeatLoop() }()
 	go func() { defer c.wg.Done(); c.watchAllocs() }()
 	go func() { defer c.wg.Done(); c.sync.run(c.ctx) }()
+	go func() { defer c.wg.Done(); c.telemetryLoop() }()
 	return c, nil
 }
 

@@ -72,6 +72,9 @@ type Config struct {
 	// SyncInterval is how often allocation status updates are batched to
 	// the servers; default 200 milliseconds.
 	SyncInterval time.Duration
+	// TelemetryInterval is how often the GPUs' utilisation and memory are
+	// sampled (telemetry.go); default DefaultTelemetryInterval (5 s).
+	TelemetryInterval time.Duration
 
 	// logMaxFileSizeBytes overrides LogMaxFileSizeMB in tests.
 	logMaxFileSizeBytes int64
@@ -128,6 +131,9 @@ func (cfg *Config) withDefaults() (*Config, error) {
 	}
 	if c.SyncInterval <= 0 {
 		c.SyncInterval = DefaultSyncInterval
+	}
+	if c.TelemetryInterval <= 0 {
+		c.TelemetryInterval = DefaultTelemetryInterval
 	}
 	return &c, nil
 }
