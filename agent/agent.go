@@ -6,6 +6,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -20,8 +22,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gpulayer/gpulayer/agent/client"
+	"github.com/gpulayer/gpulayer/agent/client/devices"
 	agenthttp "github.com/gpulayer/gpulayer/agent/http"
 	"github.com/gpulayer/gpulayer/server"
+	"github.com/gpulayer/gpulayer/structs"
 )
 
 // Version is the agent's version, reported by /v1/agent/self.
@@ -99,12 +103,32 @@ func (a *Agent) start() error {
 	a.listener = ln
 
 	if cfg.Client.Enabled {
-		if a.server == nil {
-			return fmt.Errorf("%w: a client without a local server needs -servers, which this version does not support yet", ErrConfig)
+		var servers client.ServerConn
+		if a.server != nil {
+			servers = a.server
+		} else {
+			conn, err := client.NewHTTPServerConn(client.HTTPServerConnConfig{
+				Servers: cfg.Client.Servers,
+				Logger:  a.logger.Named("client").Named("servers"),
+			})
+			if err != nil {
+				return fmt.Errorf("%w: client.servers: %v", ErrConfig, err)
+			}
+			servers = conn
 		}
 		devGPUs := -1
+		var simulated []*structs.DeviceGroup
 		if cfg.Client.DevGPUs != nil {
 			devGPUs = *cfg.Client.DevGPUs
+			// Outside dev mode simulated GPUs are only added when asked
+			// for explicitly (test clusters on hosts without GPUs).
+			if !cfg.DevMode && devGPUs > 0 {
+				a.logger.Warn("adding simulated NVIDIA GPUs (simulated = true)", "count", devGPUs)
+				// Instance IDs are stable for this agent's name and data
+				// dir, and differ between agents.
+				seed := sha256.Sum256([]byte(cfg.Name + "\x00" + cfg.DataDir))
+				simulated = append(simulated, devices.Simulated(hex.EncodeToString(seed[:]), devGPUs))
+			}
 		}
 		cl, err := client.NewClient(&client.Config{
 			DataDir:          filepath.Join(cfg.DataDir, "client"),
@@ -115,7 +139,8 @@ func (a *Agent) start() error {
 			Meta:             cfg.Client.Meta,
 			DevMode:          cfg.DevMode,
 			DevGPUs:          devGPUs,
-			Servers:          a.server,
+			SimulatedDevices: simulated,
+			Servers:          servers,
 			Logger:           a.logger.Named("client"),
 			LogMaxFiles:      cfg.Client.LogMaxFiles,
 			LogMaxFileSizeMB: cfg.Client.LogMaxFileSizeMB,

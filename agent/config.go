@@ -66,11 +66,24 @@ type ServerConfig struct {
 	BootstrapExpect int `hcl:"bootstrap_expect,optional"`
 	// NumSchedulers is how many scheduler workers run. Default 2.
 	NumSchedulers int `hcl:"num_schedulers,optional"`
+	// RetryJoin lists gossip addresses of other servers ("host" or
+	// "host:port"; the port defaults to 4658) to join at start, retried
+	// until one answers.
+	RetryJoin []string `hcl:"retry_join,optional"`
+	// Encrypt is the gossip encryption key: base64 of 16, 24 or 32 bytes
+	// (AES-128, -192 or -256), as `gpulayer operator gossip keygen`
+	// prints. Every server must use the same key. Empty means no
+	// encryption.
+	Encrypt string `hcl:"encrypt,optional"`
 }
 
 // ClientConfig enables and tunes the client role.
 type ClientConfig struct {
-	Enabled   bool              `hcl:"enabled,optional"`
+	Enabled bool `hcl:"enabled,optional"`
+	// Servers are the HTTP API addresses ("host:port" or http URLs) of the
+	// servers a client without a local server talks to; the client moves
+	// to the next one when one fails. Required for a client-only agent.
+	Servers   []string          `hcl:"servers,optional"`
 	NodeClass string            `hcl:"node_class,optional"`
 	Meta      map[string]string `hcl:"meta,optional"`
 	// DevGPUs is how many simulated NVIDIA GPUs a dev-mode client adds when
@@ -201,11 +214,20 @@ func (c *Config) Merge(o *Config) {
 		if s.NumSchedulers != 0 {
 			c.Server.NumSchedulers = s.NumSchedulers
 		}
+		if len(s.RetryJoin) > 0 {
+			c.Server.RetryJoin = append([]string(nil), s.RetryJoin...)
+		}
+		if s.Encrypt != "" {
+			c.Server.Encrypt = s.Encrypt
+		}
 	}
 	if cl := o.Client; cl != nil {
 		c.Client.Enabled = c.Client.Enabled || cl.Enabled
 		if cl.NodeClass != "" {
 			c.Client.NodeClass = cl.NodeClass
+		}
+		if len(cl.Servers) > 0 {
+			c.Client.Servers = append([]string(nil), cl.Servers...)
 		}
 		if cl.Meta != nil {
 			c.Client.Meta = cl.Meta
@@ -243,6 +265,7 @@ func (c *Config) Validate() error {
 	if c.Server.BootstrapExpect < 1 {
 		p = append(p, fmt.Sprintf("server.bootstrap_expect: must be at least 1, got %d", c.Server.BootstrapExpect))
 	}
+	p = append(p, c.validateCluster()...)
 	if c.Client.DevGPUs != nil && (*c.Client.DevGPUs < 0 || *c.Client.DevGPUs > 64) {
 		p = append(p, fmt.Sprintf("client.dev_gpus: must be between 0 and 64, got %d", *c.Client.DevGPUs))
 	}

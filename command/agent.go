@@ -43,12 +43,19 @@ Options:
   -bind=ADDR           Address to bind (default 0.0.0.0; 127.0.0.1 with -dev).
   -http-port=PORT      HTTP API port (default 4656).
   -raft-port=PORT      Raft port (default 4657).
+  -serf-port=PORT      Server gossip (memberlist) port (default 4658).
   -node=NAME           Node and server name (default: the hostname).
   -dc=NAME             Datacenter of the client node (default dc1).
   -node-class=NAME     Class of the client node.
   -bootstrap-expect=N  Servers to wait for before bootstrapping (default 1).
+  -retry-join=ADDR     Gossip address (host or host:port) of another server
+                       to join; repeat it or separate addresses by commas.
+  -encrypt=KEY         Gossip encryption key (gpulayer operator gossip keygen).
+  -servers=ADDRS       Comma-separated HTTP addresses of the servers a client
+                       without a local server talks to (host:4656,...).
   -dev-gpus=N          Simulated GPUs when no real GPU is found in dev mode
-                       (default 2; 0 turns them off).
+                       (default 2; 0 turns them off). Outside dev mode a
+                       client adds N simulated GPUs only when this is set.
   -log-level=LEVEL     TRACE, DEBUG, INFO, WARN or ERROR (default INFO).
 `)
 }
@@ -105,6 +112,9 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 		configFile, dataDir, bind    string
 		nodeName, dc, nodeClass, lvl string
 		httpPort, raftPort, expect   int
+		serfPort                     int
+		encrypt                      string
+		retryJoin, servers           listFlag
 		devGPUs                      = -1
 	)
 	flags.BoolVar(&dev, "dev", false, "")
@@ -120,6 +130,10 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 	flags.IntVar(&httpPort, "http-port", 0, "")
 	flags.IntVar(&raftPort, "raft-port", 0, "")
 	flags.IntVar(&expect, "bootstrap-expect", 0, "")
+	flags.IntVar(&serfPort, "serf-port", 0, "")
+	flags.StringVar(&encrypt, "encrypt", "", "")
+	flags.Var(&retryJoin, "retry-join", "")
+	flags.Var(&servers, "servers", "")
 	flags.IntVar(&devGPUs, "dev-gpus", -1, "")
 	if err := flags.Parse(args); err != nil {
 		return nil, fmt.Errorf("%v\n\n%s", err, c.Help())
@@ -141,9 +155,9 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 	}
 	flagCfg := &agent.Config{
 		DataDir: dataDir, BindAddr: bind, Name: nodeName, Datacenter: dc, LogLevel: lvl,
-		Ports:  &agent.Ports{HTTP: httpPort, Raft: raftPort},
-		Server: &agent.ServerConfig{Enabled: srv, BootstrapExpect: expect},
-		Client: &agent.ClientConfig{Enabled: cl, NodeClass: nodeClass},
+		Ports:  &agent.Ports{HTTP: httpPort, Raft: raftPort, Serf: serfPort},
+		Server: &agent.ServerConfig{Enabled: srv, BootstrapExpect: expect, RetryJoin: retryJoin, Encrypt: encrypt},
+		Client: &agent.ClientConfig{Enabled: cl, NodeClass: nodeClass, Servers: servers},
 	}
 	if devGPUs != -1 {
 		v := devGPUs
@@ -151,4 +165,19 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 	}
 	cfg.Merge(flagCfg)
 	return cfg, cfg.Validate()
+}
+
+// listFlag is a flag that may be repeated, each value a comma-separated
+// list; empty elements are dropped.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	for _, part := range strings.Split(v, ",") {
+		if p := strings.TrimSpace(part); p != "" {
+			*l = append(*l, p)
+		}
+	}
+	return nil
 }

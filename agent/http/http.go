@@ -61,7 +61,9 @@ type Client interface {
 
 // Config configures the API handler.
 type Config struct {
-	// Server answers the cluster routes. Required.
+	// Server answers the cluster routes. Required unless Client is set: a
+	// client-only agent (no local server) serves only the routes of its own
+	// client (logs, agent self, health).
 	Server Server
 	// Client serves logs of allocations on this agent; nil on a server-only
 	// agent.
@@ -88,11 +90,11 @@ type handler struct {
 	mux     *http.ServeMux
 }
 
-// New returns the API handler. It fails when cfg.Server is nil or
-// MaxBodyBytes is negative.
+// New returns the API handler. It fails when both cfg.Server and
+// cfg.Client are nil or MaxBodyBytes is negative.
 func New(cfg Config) (http.Handler, error) {
-	if cfg.Server == nil {
-		return nil, errors.New("http: config needs a Server")
+	if cfg.Server == nil && cfg.Client == nil {
+		return nil, errors.New("http: config needs a Server or a Client")
 	}
 	if cfg.MaxBodyBytes < 0 {
 		return nil, errors.New("http: MaxBodyBytes must not be negative")
@@ -119,6 +121,11 @@ func New(cfg Config) (http.Handler, error) {
 // routes registers every /v1/ route; one file per resource holds the
 // handlers.
 func (h *handler) routes() {
+	if h.srv == nil {
+		h.clientOnlyRoutes()
+		return
+	}
+	h.nodeRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs/parse", h.jobParse)

@@ -1,0 +1,356 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// DefaultServerRequestTimeout bounds a request of the HTTP server
+// connection that is not a blocking query.
+const DefaultServerRequestTimeout = 10 * time.Second
+
+// ErrNoServers wraps the error of a call that no configured server
+// answered: every one was unreachable or had no leader.
+var ErrNoServers = errors.New("no server answered")
+
+// HTTPServerConnConfig configures an HTTPServerConn.
+type HTTPServerConnConfig struct {
+	// Servers are the servers' HTTP API addresses, "host:port" or URLs
+	// ("http://10.0.0.1:4656"). At least one is required.
+	Servers []string
+	// HTTPClient sends the requests; nil means a client with no global
+	// timeout (each request gets its own deadline).
+	HTTPClient *http.Client
+	// RequestTimeout bounds a request that is not a blocking query; zero
+	// means DefaultServerRequestTimeout (10 seconds). A blocking query may
+	// take its wait time plus this.
+	RequestTimeout time.Duration
+	// Logger defaults to a null logger.
+	Logger hclog.Logger
+}
+
+// HTTPServerConn is the ServerConn of a client agent without a local
+// server: it speaks the node routes of the JSON API (PUT /v1/node/register,
+// PUT /v1/node/{id}/heartbeat, GET and POST /v1/node/{id}/allocations) to a
+// list of servers. Like Nomad's client rotating its server list, it sends
+// every call to the server that answered last and, when that one is
+// unreachable or answers 5xx (no leader, not the leader, shutting down),
+// moves on to the next server in the list and retries the call there, each
+// server at most once per call. It remembers each node's secret from
+// NodeRegister and sends it in the X-Gpulayer-Node-Secret header. It is
+// safe for concurrent use.
+type HTTPServerConn struct {
+	servers []*url.URL
+	http    *http.Client
+	timeout time.Duration
+	logger  hclog.Logger
+
+	mu      sync.Mutex
+	current int
+	secrets map[string]string
+}
+
+var _ ServerConn = (*HTTPServerConn)(nil)
+
+// NewHTTPServerConn returns a connection to cfg.Servers. It returns an
+// error wrapping structs.ErrInvalid when the list is empty or an address
+// is not a host:port or an http(s) URL.
+func NewHTTPServerConn(cfg HTTPServerConnConfig) (*HTTPServerConn, error) {
+	if len(cfg.Servers) == 0 {
+		return nil, fmt.Errorf("%w: servers: at least one server address is required", structs.ErrInvalid)
+	}
+	c := &HTTPServerConn{
+		http:    cfg.HTTPClient,
+		timeout: cfg.RequestTimeout,
+		logger:  cfg.Logger,
+		secrets: map[string]string{},
+	}
+	for i, s := range cfg.Servers {
+		u, err := ParseServerAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%w: servers[%d]: %v", structs.ErrInvalid, i, err)
+		}
+		c.servers = append(c.servers, u)
+	}
+	if c.http == nil {
+		c.http = &http.Client{}
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultServerRequestTimeout
+	}
+	if c.logger == nil {
+		c.logger = hclog.NewNullLogger()
+	}
+	return c, nil
+}
+
+// ParseServerAddr reads a server address: "host:port" (http assumed) or
+// an http or https URL with a host and no path. The error names what is
+// wrong.
+func ParseServerAddr(s string) (*url.URL, error) {
+	raw := strings.TrimSpace(s)
+	if raw == "" {
+		return nil, errors.New("empty server address")
+	}
+	if !strings.Contains(raw, "://") {
+		if _, port, err := net.SplitHostPort(raw); err != nil {
+			return nil, fmt.Errorf("server address %q: want host:port or an http URL: %v", s, err)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("server address %q: port %q is not a number in 1-65535", s, port)
+		}
+		raw = "http://" + raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("server address %q: %v", s, err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("server address %q: scheme must be http or https, got %q", s, u.Scheme)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("server address %q: no host", s)
+	}
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" {
+		return nil, fmt.Errorf("server address %q: must not have a path or query", s)
+	}
+	u.Path = ""
+	return u, nil
+}
+
+// Servers returns the configured server base URLs in rotation order,
+// starting with the one the next call goes to.
+func (c *HTTPServerConn) Servers() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, 0, len(c.servers))
+	for i := range c.servers {
+		out = append(out, c.servers[(c.current+i)%len(c.servers)].String())
+	}
+	return out
+}
+
+// NodeRegister implements ServerConn: PUT /v1/node/register with the
+// node and its secret.
+func (c *HTTPServerConn) NodeRegister(ctx context.Context, node *structs.Node) (time.Duration, error) {
+	if node == nil || node.ID == "" || node.SecretID == "" {
+		return 0, fmt.Errorf("node register: %w: node ID and secret are required", structs.ErrInvalid)
+	}
+	c.mu.Lock()
+	c.secrets[node.ID] = node.SecretID
+	c.mu.Unlock()
+	var out structs.NodeHeartbeatHTTPResponse
+	body := structs.NodeRegisterHTTPRequest{Node: node, SecretID: node.SecretID}
+	if _, err := c.call(ctx, http.MethodPut, "/v1/node/register", nil, node.ID, body, &out, 0); err != nil {
+		return 0, fmt.Errorf("node register: %w", err)
+	}
+	return out.HeartbeatTTL, nil
+}
+
+// NodeUpdateStatus implements ServerConn: PUT /v1/node/{id}/heartbeat.
+// A server that does not know the node answers 404, returned as an error
+// wrapping structs.ErrNotFound.
+func (c *HTTPServerConn) NodeUpdateStatus(ctx context.Context, nodeID, status string) (time.Duration, error) {
+	var out structs.NodeHeartbeatHTTPResponse
+	path := "/v1/node/" + url.PathEscape(nodeID) + "/heartbeat"
+	if _, err := c.call(ctx, http.MethodPut, path, nil, nodeID, structs.NodeHeartbeatHTTPRequest{Status: status}, &out, 0); err != nil {
+		return 0, fmt.Errorf("node heartbeat: %w", err)
+	}
+	return out.HeartbeatTTL, nil
+}
+
+// NodeAllocations implements ServerConn: a blocking GET
+// /v1/node/{id}/allocations?index=&wait= answered by whichever server the
+// rotation reaches (any server answers reads from its own state).
+func (c *HTTPServerConn) NodeAllocations(ctx context.Context, nodeID string, q *structs.QueryOptions) ([]*structs.Allocation, structs.QueryMeta, error) {
+	params := url.Values{}
+	var wait time.Duration
+	if q != nil {
+		if q.MinQueryIndex > 0 {
+			params.Set("index", strconv.FormatUint(q.MinQueryIndex, 10))
+			wait = q.MaxQueryTime
+			if wait <= 0 {
+				wait = structs.DefaultBlockingQueryWait
+			}
+			// The server adds up to 1/16 of jitter.
+			wait += wait / 16
+		}
+		if q.MaxQueryTime > 0 {
+			params.Set("wait", q.MaxQueryTime.String())
+		}
+		if q.AllowStale {
+			params.Set("stale", "true")
+		}
+	}
+	var out []*structs.Allocation
+	path := "/v1/node/" + url.PathEscape(nodeID) + "/allocations"
+	h, err := c.call(ctx, http.MethodGet, path, params, nodeID, nil, &out, wait)
+	if err != nil {
+		return nil, structs.QueryMeta{}, fmt.Errorf("node allocations: %w", err)
+	}
+	meta := structs.QueryMeta{KnownLeader: h.Get("X-Gpulayer-KnownLeader") == "true"}
+	meta.Index, _ = strconv.ParseUint(h.Get("X-Gpulayer-Index"), 10, 64)
+	if ms, err := strconv.ParseInt(h.Get("X-Gpulayer-LastContact"), 10, 64); err == nil {
+		meta.LastContact = time.Duration(ms) * time.Millisecond
+	}
+	return out, meta, nil
+}
+
+// UpdateAllocs implements ServerConn: POST /v1/node/{id}/allocations,
+// one request per node named by the allocations (a client has one).
+func (c *HTTPServerConn) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation) error {
+	byNode := map[string][]*structs.Allocation{}
+	var order []string
+	for _, a := range allocs {
+		if a == nil || a.ID == "" || a.NodeID == "" {
+			return fmt.Errorf("update allocs: %w: every allocation needs ID and NodeID", structs.ErrInvalid)
+		}
+		if _, ok := byNode[a.NodeID]; !ok {
+			order = append(order, a.NodeID)
+		}
+		byNode[a.NodeID] = append(byNode[a.NodeID], a)
+	}
+	for _, nodeID := range order {
+		path := "/v1/node/" + url.PathEscape(nodeID) + "/allocations"
+		body := structs.NodeUpdateAllocsHTTPRequest{Allocs: byNode[nodeID]}
+		if _, err := c.call(ctx, http.MethodPost, path, nil, nodeID, body, nil, 0); err != nil {
+			return fmt.Errorf("update allocs: %w", err)
+		}
+	}
+	return nil
+}
+
+// call sends the request to the current server and, on a transport error
+// or a 5xx answer, to each other server in turn. wait extends the request
+// deadline of a blocking query. It returns the answer's headers, or the
+// last error: a 4xx answer at once (it would be the same elsewhere),
+// wrapping the structs sentinel for its code.
+func (c *HTTPServerConn) call(ctx context.Context, method, path string, params url.Values, nodeID string, body, out interface{}, wait time.Duration) (http.Header, error) {
+	var payload []byte
+	if body != nil {
+		var err error
+		if payload, err = json.Marshal(body); err != nil {
+			return nil, fmt.Errorf("encode request: %w", err)
+		}
+	}
+	c.mu.Lock()
+	start := c.current
+	secret := c.secrets[nodeID]
+	n := len(c.servers)
+	c.mu.Unlock()
+
+	var lastErr error
+	for i := 0; i < n; i++ {
+		idx := (start + i) % n
+		h, retry, err := c.try(ctx, c.servers[idx], method, path, params, secret, payload, out, wait)
+		if err == nil {
+			c.mu.Lock()
+			c.current = idx
+			c.mu.Unlock()
+			return h, nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		if !retry {
+			return nil, err
+		}
+		lastErr = err
+		next := (idx + 1) % n
+		c.mu.Lock()
+		if c.current == idx {
+			c.current = next
+		}
+		c.mu.Unlock()
+		if n > 1 {
+			c.logger.Debug("server failed; trying the next", "server", c.servers[idx].Host, "next", c.servers[next].Host, "error", err)
+		}
+	}
+	return nil, fmt.Errorf("%w (%d servers tried): %w", ErrNoServers, n, lastErr)
+}
+
+// try sends one request to one server. retry reports whether another
+// server might answer differently (transport error, 5xx).
+func (c *HTTPServerConn) try(ctx context.Context, base *url.URL, method, path string, params url.Values, secret string, payload []byte, out interface{}, wait time.Duration) (http.Header, bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, c.timeout+wait)
+	defer cancel()
+	u := *base
+	u.Path = path
+	u.RawQuery = params.Encode()
+	var rd io.Reader
+	if payload != nil {
+		rd = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(rctx, method, u.String(), rd)
+	if err != nil {
+		return nil, false, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if secret != "" {
+		req.Header.Set(structs.HeaderNodeSecret, secret)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, true, fmt.Errorf("%s %s%s: %w", method, base.Host, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		msg := strings.TrimSpace(string(raw))
+		var eb struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(raw, &eb) == nil && eb.Error != "" {
+			msg = eb.Error
+		}
+		err := fmt.Errorf("%s %s%s: %d: %w", method, base.Host, path, resp.StatusCode, statusSentinel(resp.StatusCode, msg))
+		return nil, resp.StatusCode >= 500, err
+	}
+	if out != nil {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return nil, true, fmt.Errorf("%s %s%s: decode answer: %w", method, base.Host, path, err)
+		}
+	}
+	return resp.Header, false, nil
+}
+
+// statusSentinel maps an HTTP status to the structs sentinel the server
+// mapped to it (agent/http's statusFor in reverse), keeping the server's
+// message.
+func statusSentinel(code int, msg string) error {
+	var sentinel error
+	switch code {
+	case http.StatusNotFound:
+		sentinel = structs.ErrNotFound
+	case http.StatusBadRequest:
+		sentinel = structs.ErrInvalid
+	case http.StatusForbidden:
+		sentinel = structs.ErrPermissionDenied
+	case http.StatusServiceUnavailable:
+		// No leader, or a follower that cannot forward: either way
+		// another server may answer.
+		sentinel = structs.ErrNoLeader
+	default:
+		return fmt.Errorf("%s", msg)
+	}
+	if msg == "" {
+		return sentinel
+	}
+	return fmt.Errorf("%w: %s", sentinel, msg)
+}

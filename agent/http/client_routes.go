@@ -1,0 +1,255 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"time"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// NodeServer is what the node routes need from a server: the calls a client
+// agent on another host makes over HTTP (the in-process client of a dev
+// agent calls the same methods directly). *server.Server implements it.
+// When Config.Server implements NodeServer too, the handler serves
+//
+//	PUT  /v1/node/register               register (body NodeRegisterHTTPRequest)
+//	PUT  /v1/node/{id}/heartbeat         heartbeat (body NodeHeartbeatHTTPRequest)
+//	GET  /v1/node/{id}/allocations       the node's allocations (blocking query)
+//	POST /v1/node/{id}/allocations       client status of allocations (body NodeUpdateAllocsHTTPRequest)
+//
+// each authenticated by the node's secret in the X-Gpulayer-Node-Secret
+// header (structs.HeaderNodeSecret).
+type NodeServer interface {
+	// NodeRegister creates or updates the node and returns its heartbeat TTL.
+	NodeRegister(ctx context.Context, node *structs.Node) (time.Duration, error)
+	// NodeUpdateStatus is the heartbeat; it returns the next TTL.
+	NodeUpdateStatus(ctx context.Context, nodeID, status string) (time.Duration, error)
+	// NodeAllocations is the blocking query on the node's allocations.
+	NodeAllocations(ctx context.Context, nodeID string, q *structs.QueryOptions) ([]*structs.Allocation, structs.QueryMeta, error)
+	// UpdateAllocs records client-side allocation status.
+	UpdateAllocs(ctx context.Context, allocs []*structs.Allocation) error
+	// AuthorizeNode returns nil when secret is the node's stored SecretID,
+	// an error wrapping structs.ErrNotFound for an unknown node and one
+	// wrapping structs.ErrPermissionDenied for a wrong secret.
+	AuthorizeNode(nodeID, secret string) error
+}
+
+// StateHasher is implemented by servers that can report a digest of their
+// state store, served at GET /v1/operator/state-hash so tests and operators
+// can check that every server's FSM holds the same state.
+type StateHasher interface {
+	// StateHash returns the hex SHA-256 of the state store's content and
+	// the highest Raft index applied to it.
+	StateHash() (hash string, index uint64, err error)
+}
+
+// StateHashResponse is the body of GET /v1/operator/state-hash.
+type StateHashResponse struct {
+	// Hash is the hex SHA-256 of the server's state store content.
+	Hash string
+	// Index is the highest Raft index the server has applied.
+	Index uint64
+}
+
+// nodeRoutes registers the node routes when the server implements
+// NodeServer, and the state hash route when it implements StateHasher.
+func (h *handler) nodeRoutes() {
+	if ns, ok := h.srv.(NodeServer); ok {
+		n := &nodeRoutes{h: h, ns: ns}
+		h.handle("PUT /v1/node/register", n.register)
+		h.handle("PUT /v1/node/{id}/heartbeat", n.heartbeat)
+		h.handle("GET /v1/node/{id}/allocations", n.allocations)
+		h.handle("POST /v1/node/{id}/allocations", n.updateAllocs)
+	}
+	if sh, ok := h.srv.(StateHasher); ok {
+		h.handle("GET /v1/operator/state-hash", func(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+			hash, idx, err := sh.StateHash()
+			if err != nil {
+				return nil, err
+			}
+			setIndex(w, idx)
+			return StateHashResponse{Hash: hash, Index: idx}, nil
+		})
+	}
+}
+
+// clientOnlyRoutes registers the routes of an agent that runs a client and
+// no server: its own tasks' logs, /v1/agent/self and /v1/status/health.
+func (h *handler) clientOnlyRoutes() {
+	h.mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", h.clientOnlyLogs)
+	h.handle("GET /v1/agent/self", h.clientOnlySelf)
+	h.mux.HandleFunc("GET /v1/status/health", func(w http.ResponseWriter, r *http.Request) {
+		if n := h.client.Node(); n == nil {
+			writeJSON(w, http.StatusServiceUnavailable, healthResponse{Error: "client node not registered"})
+			return
+		}
+		writeJSON(w, http.StatusOK, healthResponse{OK: true})
+	})
+}
+
+// clientOnlyLogs handles GET /v1/client/fs/logs/{alloc} on a client-only
+// agent: without a server to look the allocation up, the task parameter
+// is required and only this agent's allocations are served.
+func (h *handler) clientOnlyLogs(w http.ResponseWriter, r *http.Request) {
+	lr, err := parseLogsRequest(r)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if lr.task == "" {
+		h.writeError(w, r, badRequest("task parameter is required on an agent without a server"))
+		return
+	}
+	h.streamLocal(w, r, lr)
+}
+
+// clientOnlySelf handles GET /v1/agent/self on a client-only agent.
+func (h *handler) clientOnlySelf(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	out := map[string]interface{}{}
+	if h.self != nil {
+		maps.Copy(out, h.self())
+	}
+	stats := map[string]interface{}{}
+	if n := h.client.Node(); n != nil {
+		stats["client"] = map[string]string{"node_id": n.ID, "node_name": n.Name}
+	}
+	if _, ok := out["stats"]; !ok {
+		out["stats"] = stats
+	}
+	return out, nil
+}
+
+// nodeRoutes holds the node route handlers.
+type nodeRoutes struct {
+	h  *handler
+	ns NodeServer
+}
+
+// authorize checks the node secret header for nodeID. A missing header is
+// a 403 like a wrong secret; an unknown node is a 404 so its client
+// registers again.
+func (n *nodeRoutes) authorize(r *http.Request, nodeID string) error {
+	secret := r.Header.Get(structs.HeaderNodeSecret)
+	if secret == "" {
+		return fmt.Errorf("node %s: %w: missing %s header", nodeID, structs.ErrPermissionDenied, structs.HeaderNodeSecret)
+	}
+	return n.ns.AuthorizeNode(nodeID, secret)
+}
+
+// register handles PUT /v1/node/register. A node registering for the first
+// time sets its secret; re-registering needs the same secret (in the body;
+// the header, when sent, must agree).
+func (n *nodeRoutes) register(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	var req structs.NodeRegisterHTTPRequest
+	if err := n.h.decodeBody(w, r, &req); err != nil {
+		return nil, err
+	}
+	switch {
+	case req.Node == nil:
+		return nil, badRequest("Node: missing; want {\"Node\": {...}, \"SecretID\": \"...\"}")
+	case req.Node.ID == "":
+		return nil, badRequest("Node.ID: must not be empty")
+	case req.SecretID == "":
+		return nil, badRequest("SecretID: must not be empty")
+	}
+	if hs := r.Header.Get(structs.HeaderNodeSecret); hs != "" && hs != req.SecretID {
+		return nil, badRequest("SecretID: differs from the %s header", structs.HeaderNodeSecret)
+	}
+	if err := n.ns.AuthorizeNode(req.Node.ID, req.SecretID); err != nil && !errors.Is(err, structs.ErrNotFound) {
+		return nil, err
+	}
+	node := req.Node.Copy()
+	node.SecretID = req.SecretID
+	ttl, err := n.ns.NodeRegister(r.Context(), node)
+	if err != nil {
+		return nil, err
+	}
+	return structs.NodeHeartbeatHTTPResponse{HeartbeatTTL: ttl}, nil
+}
+
+// heartbeat handles PUT /v1/node/{id}/heartbeat.
+func (n *nodeRoutes) heartbeat(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	id := r.PathValue("id")
+	var req structs.NodeHeartbeatHTTPRequest
+	if err := n.h.decodeBody(w, r, &req); err != nil {
+		return nil, err
+	}
+	if req.Status == "" {
+		return nil, badRequest("Status: must not be empty")
+	}
+	if err := n.authorize(r, id); err != nil {
+		return nil, err
+	}
+	ttl, err := n.ns.NodeUpdateStatus(r.Context(), id, req.Status)
+	if err != nil {
+		return nil, err
+	}
+	return structs.NodeHeartbeatHTTPResponse{HeartbeatTTL: ttl}, nil
+}
+
+// allocations handles GET /v1/node/{id}/allocations (blocking). Every
+// allocation placed on the node is returned with its job.
+func (n *nodeRoutes) allocations(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	id := r.PathValue("id")
+	q, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.authorize(r, id); err != nil {
+		return nil, err
+	}
+	allocs, meta, err := n.ns.NodeAllocations(r.Context(), id, q)
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, meta)
+	return nonNil(allocs), nil
+}
+
+// updateAllocs handles POST /v1/node/{id}/allocations. Every allocation in
+// the body must name this node (or leave NodeID empty): a client reports
+// only its own allocations.
+func (n *nodeRoutes) updateAllocs(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	id := r.PathValue("id")
+	var req structs.NodeUpdateAllocsHTTPRequest
+	if err := n.h.decodeBody(w, r, &req); err != nil {
+		return nil, err
+	}
+	for i, a := range req.Allocs {
+		switch {
+		case a == nil:
+			return nil, badRequest("Allocs[%d]: must not be null", i)
+		case a.ID == "":
+			return nil, badRequest("Allocs[%d].ID: must not be empty", i)
+		case a.NodeID != "" && a.NodeID != id:
+			return nil, badRequest("Allocs[%d].NodeID: %q is not node %q", i, a.NodeID, id)
+		}
+	}
+	if err := n.authorize(r, id); err != nil {
+		return nil, err
+	}
+	// A node may only report allocations placed on it. Unknown IDs are
+	// dropped here, as the server would skip them.
+	own := make([]*structs.Allocation, 0, len(req.Allocs))
+	for i, a := range req.Allocs {
+		stored, _, err := n.h.srv.AllocGet(r.Context(), a.ID, &structs.QueryOptions{AllowStale: true})
+		if errors.Is(err, structs.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if stored.ID != a.ID || stored.NodeID != id {
+			return nil, fmt.Errorf("allocation %q (Allocs[%d]) is not on node %q: %w", a.ID, i, id, structs.ErrPermissionDenied)
+		}
+		own = append(own, a)
+	}
+	if err := n.ns.UpdateAllocs(r.Context(), own); err != nil {
+		return nil, err
+	}
+	return struct{}{}, nil
+}
