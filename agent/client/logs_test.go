@@ -132,8 +132,8 @@ func TestRotatingWriterKeepsMaxFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Close()
-	if w2.index != idx[len(idx)-1] {
-		t.Fatalf("reopened at index %d, want %d", w2.index, idx[len(idx)-1])
+	if w2.Index() != idx[len(idx)-1] {
+		t.Fatalf("reopened at index %d, want %d", w2.Index(), idx[len(idx)-1])
 	}
 }
 

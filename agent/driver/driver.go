@@ -63,11 +63,13 @@ type Driver interface {
 	StopTask(taskID string, timeout time.Duration, signal string) error
 	// InspectTask returns the task's current status, or ErrTaskNotFound.
 	InspectTask(taskID string) (*TaskStatus, error)
-	// RecoverTask checks that the process behind a handle saved before a
-	// client restart still exists and is the same process (matching start
-	// time). It returns ErrTaskNotFound if the process is gone or its pid
-	// was reused.
-	RecoverTask(h *TaskHandle) error
+	// RecoverTask finds the task behind a handle saved before a client
+	// restart (a process by pid and start time, a container by ID) and
+	// tracks it again without restarting it; cfg is the task's config as
+	// it was started, whose Stdout and Stderr receive output from now on
+	// where the driver streams it. It returns ErrTaskNotFound if the task
+	// is gone and its exit status was not recorded, or its pid was reused.
+	RecoverTask(h *TaskHandle, cfg *TaskConfig) error
 	// DestroyTask forgets an exited task. It returns ErrTaskRunning for a
 	// task that still runs and ErrTaskNotFound for an unknown ID.
 	DestroyTask(taskID string) error
@@ -93,6 +95,46 @@ type TaskConfig struct {
 	Stderr io.Writer
 	// Resources are what the plan gave this task.
 	Resources *structs.AllocatedTaskResources
+	// LogDir, LogMaxFiles and LogMaxFileSize (bytes) let a driver that
+	// writes the task's rotated log files itself (the native driver's
+	// shim, which outlives the client) name them <LogDir>/<Name>.stdout.<n>
+	// and .stderr.<n>. When LogDir is empty, Stdout and Stderr are used.
+	LogDir         string
+	LogMaxFiles    int
+	LogMaxFileSize int64
+	// User is the user the task runs as (native driver, agent running as
+	// root only); empty means the agent's own user.
+	User string
+}
+
+// Signaler is implemented by drivers that can send a signal to a running
+// task (alloc signal).
+type Signaler interface {
+	// SignalTask sends the named signal ("SIGHUP", "HUP") to the task. It
+	// returns ErrTaskNotFound for an unknown ID and an error wrapping
+	// ErrInvalidConfig for an unknown signal.
+	SignalTask(taskID, signal string) error
+}
+
+// ExecOptions describe a command run inside a running task's environment.
+type ExecOptions struct {
+	// Cmd is the command and its arguments; required.
+	Cmd []string
+	// Tty asks for a pseudo-terminal; Stdout then carries both streams.
+	Tty    bool
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+}
+
+// Execer is implemented by drivers that can run a command inside a
+// running task's environment (alloc exec).
+type Execer interface {
+	// ExecTask runs opts.Cmd with the task's environment, working
+	// directory and (docker) namespaces, and returns its exit code once it
+	// ends or ctx is done. It returns ErrTaskNotFound for an unknown or
+	// exited task.
+	ExecTask(ctx context.Context, taskID string, opts *ExecOptions) (int, error)
 }
 
 // TaskHandle identifies a started task so it can be found again after a
@@ -100,11 +142,18 @@ type TaskConfig struct {
 type TaskHandle struct {
 	ID     string
 	Driver string
-	PID    int
+	// PID is the task's process (native), 0 for a container.
+	PID int
 	// StartTime is the process start time in clock ticks since boot, field
 	// 22 of /proc/<pid>/stat (0 where /proc is unavailable).
 	StartTime uint64
 	StartedAt time.Time
+	// ShimPID and ShimStartTime identify the native driver's shim process,
+	// which holds the task's output pipes and records its exit status.
+	ShimPID       int    `json:",omitempty"`
+	ShimStartTime uint64 `json:",omitempty"`
+	// ContainerID is the Docker container's ID.
+	ContainerID string `json:",omitempty"`
 }
 
 // ExitResult is how a task ended.

@@ -49,6 +49,10 @@ type task struct {
 	// pid is also the process group ID (the task is a group leader).
 	pid  int
 	done chan struct{}
+	// env and dir are the task's environment and working directory, for
+	// ExecTask.
+	env []string
+	dir string
 
 	mu          sync.Mutex
 	result      *driver.ExitResult
@@ -117,6 +121,11 @@ func (d *Driver) StartTask(cfg *driver.TaskConfig) (*driver.TaskHandle, error) {
 		return nil, err
 	}
 
+	cred, err := credential(cfg.User)
+	if err != nil {
+		return nil, err
+	}
+
 	d.mu.Lock()
 	if _, ok := d.tasks[cfg.ID]; ok {
 		d.mu.Unlock()
@@ -125,37 +134,107 @@ func (d *Driver) StartTask(cfg *driver.TaskConfig) (*driver.TaskHandle, error) {
 	// Reserve the ID while starting so a concurrent duplicate fails.
 	d.tasks[cfg.ID] = nil
 	d.mu.Unlock()
-
-	cmd := exec.Command(path, tc.Args...)
-	cmd.Args[0] = tc.Command
-	cmd.Dir = cfg.TaskDir
-	cmd.Env = envList(env)
-	cmd.Stdout = writerOrDiscard(cfg.Stdout)
-	cmd.Stderr = writerOrDiscard(cfg.Stderr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	cmd.WaitDelay = ioWaitDelay
-	if err := cmd.Start(); err != nil {
+	release := func() {
 		d.mu.Lock()
 		delete(d.tasks, cfg.ID)
 		d.mu.Unlock()
+	}
+	envl := envList(env)
+	var t *task
+	if cfg.LogDir != "" {
+		t, err = d.startWithShim(cfg, tc, path, envl, cred)
+	} else {
+		t, err = d.startDirect(cfg, tc, path, envl, cred)
+	}
+	if err != nil {
+		release()
+		return nil, err
+	}
+	t.env, t.dir = envl, cfg.TaskDir
+	d.mu.Lock()
+	d.tasks[cfg.ID] = t
+	d.mu.Unlock()
+	d.logger.Debug("task started", "task_id", cfg.ID, "pid", t.pid, "shim_pid", t.handle.ShimPID, "command", tc.Command)
+	c := *t.handle
+	return &c, nil
+}
+
+// startDirect runs the task as the agent's own child with its output
+// copied to cfg.Stdout and cfg.Stderr. Such a task cannot outlive the
+// agent's death with its output intact; the client uses the shim.
+func (d *Driver) startDirect(cfg *driver.TaskConfig, tc *taskConfig, path string, env []string, cred *syscall.Credential) (*task, error) {
+	cmd := exec.Command(path, tc.Args...)
+	cmd.Args[0] = tc.Command
+	cmd.Dir = cfg.TaskDir
+	cmd.Env = env
+	cmd.Stdout = writerOrDiscard(cfg.Stdout)
+	cmd.Stderr = writerOrDiscard(cfg.Stderr)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
+	cmd.WaitDelay = ioWaitDelay
+	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
 	}
 	pid := cmd.Process.Pid
 	startTicks, _ := processStartTime(pid)
 	h := &driver.TaskHandle{ID: cfg.ID, Driver: Name, PID: pid, StartTime: startTicks, StartedAt: time.Now()}
 	t := &task{id: cfg.ID, name: cfg.Name, handle: h, pid: pid, done: make(chan struct{})}
-	d.mu.Lock()
-	d.tasks[cfg.ID] = t
-	d.mu.Unlock()
-	d.logger.Debug("task started", "task_id", cfg.ID, "pid", pid, "command", tc.Command)
-
 	go func() {
 		err := cmd.Wait()
 		t.finish(exitResult(cmd.ProcessState, err))
 		d.logger.Debug("task exited", "task_id", cfg.ID, "pid", pid)
 	}()
-	c := *h
-	return &c, nil
+	return t, nil
+}
+
+// startWithShim runs the task under a shim process (see ShimEnv) that
+// writes its rotated logs under cfg.LogDir and records its exit status.
+func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path string, env []string, cred *syscall.Credential) (*task, error) {
+	spec := &shimSpec{
+		Path:       path,
+		Args:       append([]string{tc.Command}, tc.Args...),
+		Dir:        cfg.TaskDir,
+		Env:        env,
+		LogDir:     cfg.LogDir,
+		StdoutBase: cfg.Name + ".stdout",
+		StderrBase: cfg.Name + ".stderr",
+		MaxSize:    cfg.LogMaxFileSize,
+		MaxFiles:   cfg.LogMaxFiles,
+	}
+	if spec.MaxSize <= 0 {
+		spec.MaxSize = 10 << 20
+	}
+	if spec.MaxFiles <= 0 {
+		spec.MaxFiles = 10
+	}
+	if cred != nil {
+		spec.UID, spec.GID = &cred.Uid, &cred.Gid
+	}
+	shim, pid, err := startShim(cfg, spec)
+	if err != nil {
+		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
+	}
+	startTicks, _ := processStartTime(pid)
+	shimTicks, _ := processStartTime(shim.Process.Pid)
+	h := &driver.TaskHandle{ID: cfg.ID, Driver: Name, PID: pid, StartTime: startTicks, StartedAt: time.Now(),
+		ShimPID: shim.Process.Pid, ShimStartTime: shimTicks}
+	t := &task{id: cfg.ID, name: cfg.Name, handle: h, pid: pid, done: make(chan struct{})}
+	_, exitPath := shimPaths(cfg)
+	go func() {
+		werr := shim.Wait()
+		t.finish(shimResult(exitPath, werr))
+		d.logger.Debug("task exited", "task_id", cfg.ID, "pid", pid)
+	}()
+	return t, nil
+}
+
+// shimResult reads the exit status the shim recorded; a shim that died
+// without recording one gives an ExitResult with Err set.
+func shimResult(exitPath string, shimErr error) *driver.ExitResult {
+	r, _, err := readExitFile(exitPath)
+	if err == nil {
+		return r
+	}
+	return &driver.ExitResult{ExitCode: -1, Err: fmt.Errorf("task shim ended without recording an exit status (shim: %v): %w", shimErr, err)}
 }
 
 func writerOrDiscard(w io.Writer) io.Writer {
@@ -298,39 +377,82 @@ func (d *Driver) InspectTask(taskID string) (*driver.TaskStatus, error) {
 	return st, nil
 }
 
-// RecoverTask checks that the handle's process still runs and is the same
-// process (its start time in /proc/<pid>/stat matches), then tracks it
-// again so StopTask, WaitTask and InspectTask work. Its exit code cannot be
-// read (it is not our child): the ExitResult has ExitCode -1 and Err set.
-// It returns driver.ErrTaskNotFound if the process is gone, a zombie, or
-// its pid now belongs to another process.
-func (d *Driver) RecoverTask(h *driver.TaskHandle) error {
+// RecoverTask tracks again a task started before a client restart, so
+// StopTask, WaitTask and InspectTask work. A task started under the shim
+// (h.ShimPID set) is found by the shim's pid and start time; if the shim
+// is gone, the exit status it recorded under cfg.LogDir makes the task
+// known as exited with that status. A task started directly is found by
+// its own pid and start time in /proc/<pid>/stat; its exit code cannot be
+// read (it is not our child), so its ExitResult has ExitCode -1 and Err
+// set. It returns driver.ErrTaskNotFound if the task is gone without a
+// recorded status, or its pid now belongs to another process.
+func (d *Driver) RecoverTask(h *driver.TaskHandle, cfg *driver.TaskConfig) error {
 	if h == nil || h.PID <= 0 {
 		return fmt.Errorf("%w: handle without a pid", driver.ErrTaskNotFound)
 	}
-	if err := sameProcess(h.PID, h.StartTime); err != nil {
-		return err
-	}
 	d.mu.Lock()
-	if _, ok := d.tasks[h.ID]; ok {
+	if t := d.tasks[h.ID]; t != nil {
 		d.mu.Unlock()
 		return nil
 	}
+	d.mu.Unlock()
 	hc := *h
 	t := &task{id: h.ID, handle: &hc, pid: h.PID, done: make(chan struct{})}
-	d.tasks[h.ID] = t
-	d.mu.Unlock()
+	if cfg != nil {
+		t.name, t.dir = cfg.Name, cfg.TaskDir
+		t.env = envList(cfg.Env)
+	}
+	watchPID, watchTicks := h.PID, h.StartTime
+	var exitPath string
+	if h.ShimPID > 0 {
+		if cfg == nil || cfg.LogDir == "" {
+			return fmt.Errorf("%w: a shim task needs its log directory to recover", driver.ErrTaskNotFound)
+		}
+		_, exitPath = shimPaths(cfg)
+		watchPID, watchTicks = h.ShimPID, h.ShimStartTime
+		if sameProcess(watchPID, watchTicks) != nil {
+			r, at, err := readExitFile(exitPath)
+			if err != nil {
+				return fmt.Errorf("%w: shim pid %d is gone and left no exit status: %v", driver.ErrTaskNotFound, h.ShimPID, err)
+			}
+			t.result, t.completedAt = r, at
+			close(t.done)
+			d.track(t)
+			return nil
+		}
+	} else if err := sameProcess(h.PID, h.StartTime); err != nil {
+		return err
+	}
+	if !d.track(t) {
+		return nil
+	}
 	go func() {
 		tick := time.NewTicker(recoverPollInterval)
 		defer tick.Stop()
 		for range tick.C {
-			if sameProcess(h.PID, h.StartTime) != nil {
-				t.finish(&driver.ExitResult{ExitCode: -1, Err: errors.New("recovered task exited; exit status unknown")})
+			if sameProcess(watchPID, watchTicks) != nil {
+				if exitPath != "" {
+					t.finish(shimResult(exitPath, errors.New("recovered shim exited")))
+				} else {
+					t.finish(&driver.ExitResult{ExitCode: -1, Err: errors.New("recovered task exited; exit status unknown")})
+				}
 				return
 			}
 		}
 	}()
 	return nil
+}
+
+// track adds a recovered task unless one with its ID is known; it reports
+// whether it added it.
+func (d *Driver) track(t *task) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.tasks[t.id] != nil {
+		return false
+	}
+	d.tasks[t.id] = t
+	return true
 }
 
 // DestroyTask forgets an exited task. It returns driver.ErrTaskRunning for

@@ -277,20 +277,20 @@ func TestRecoverTask(t *testing.T) {
 	}
 	// A second driver (a restarted client) finds the same process.
 	d2 := New(nil)
-	if err := d2.RecoverTask(h); err != nil {
+	if err := d2.RecoverTask(h, nil); err != nil {
 		t.Fatalf("RecoverTask live: %v", err)
 	}
 	reused := *h
 	reused.ID = "reused"
 	reused.StartTime = h.StartTime + 1
-	if err := d2.RecoverTask(&reused); !errors.Is(err, driver.ErrTaskNotFound) {
+	if err := d2.RecoverTask(&reused, nil); !errors.Is(err, driver.ErrTaskNotFound) {
 		t.Fatalf("RecoverTask with another start time: %v, want ErrTaskNotFound", err)
 	}
 	if err := d2.StopTask(h.ID, time.Second, "SIGKILL"); err != nil {
 		t.Fatalf("StopTask recovered: %v", err)
 	}
 	waitResult(t, d, cfg.ID, 5*time.Second)
-	if err := d2.RecoverTask(&driver.TaskHandle{ID: "gone", PID: h.PID, StartTime: h.StartTime}); !errors.Is(err, driver.ErrTaskNotFound) {
+	if err := d2.RecoverTask(&driver.TaskHandle{ID: "gone", PID: h.PID, StartTime: h.StartTime}, nil); !errors.Is(err, driver.ErrTaskNotFound) {
 		t.Fatalf("RecoverTask of exited process: %v, want ErrTaskNotFound", err)
 	}
 }

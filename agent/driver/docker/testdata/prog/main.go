@@ -1,0 +1,72 @@
+// Command prog is the docker driver tests' task: a static binary put alone
+// in a FROM scratch image. Its first argument picks what it does:
+//
+//	env NAME...      print NAME=value for each variable, then exit 0
+//	exit N           print to stdout and stderr, then exit N
+//	signal           print "ready", wait for a signal, print "got signal <number>", exit 0
+//	sleep SECONDS    print "ready", sleep, print "done", exit 0
+//	lines N SIZE     print N lines of SIZE bytes of JSON, exit 0
+//	append FILE      append one line to FILE, exit 0
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: prog env|exit|signal|sleep|lines|append ...")
+		os.Exit(2)
+	}
+	args := os.Args[2:]
+	switch os.Args[1] {
+	case "env":
+		for _, n := range args {
+			fmt.Printf("%s=%s\n", n, os.Getenv(n))
+		}
+	case "exit":
+		code, _ := strconv.Atoi(args[0])
+		fmt.Println("to stdout")
+		fmt.Fprintln(os.Stderr, "to stderr")
+		os.Exit(code)
+	case "signal":
+		ch := make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGQUIT)
+		fmt.Println("ready")
+		s := <-ch
+		fmt.Printf("got signal %d\n", int(s.(syscall.Signal)))
+	case "sleep":
+		secs, _ := strconv.ParseFloat(args[0], 64)
+		fmt.Println("ready")
+		time.Sleep(time.Duration(secs * float64(time.Second)))
+		fmt.Println("done")
+	case "lines":
+		n, _ := strconv.Atoi(args[0])
+		size, _ := strconv.Atoi(args[1])
+		w := bufio.NewWriterSize(os.Stdout, 1<<16)
+		for i := 0; i < n; i++ {
+			head := fmt.Sprintf(`{"i":%d,"pad":"`, i)
+			pad := size - len(head) - 3
+			fmt.Fprintf(w, "%s%s\"}\n", head, strings.Repeat("x", max(pad, 0)))
+		}
+		w.Flush()
+	case "append":
+		f, err := os.OpenFile(args[0], os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Fprintln(f, "ran once")
+		f.Close()
+	default:
+		fmt.Fprintf(os.Stderr, "unknown mode %q\n", os.Args[1])
+		os.Exit(2)
+	}
+}

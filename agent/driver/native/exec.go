@@ -1,0 +1,151 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"strconv"
+	"syscall"
+
+	"github.com/creack/pty"
+
+	"github.com/gpulayer/gpulayer/agent/driver"
+)
+
+var (
+	_ driver.Signaler = (*Driver)(nil)
+	_ driver.Execer   = (*Driver)(nil)
+)
+
+// credential returns the credential to run a task as name, or nil for the
+// agent's own user (an empty name, or the agent's own user). Running as
+// another user needs the agent to run as root. Errors wrap
+// driver.ErrInvalidConfig and name the user.
+func credential(name string) (*syscall.Credential, error) {
+	if name == "" {
+		return nil, nil
+	}
+	u, err := user.Lookup(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: user %q: %v", driver.ErrInvalidConfig, name, err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("%w: user %q has a non-numeric uid %q or gid %q", driver.ErrInvalidConfig, name, u.Uid, u.Gid)
+	}
+	if int(uid) == os.Geteuid() {
+		return nil, nil
+	}
+	if os.Geteuid() != 0 {
+		return nil, fmt.Errorf("%w: user %q: running a task as another user needs the agent to run as root", driver.ErrInvalidConfig, name)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// SignalTask sends signal to the task's process group. It returns
+// driver.ErrTaskNotFound for an unknown or exited task and an error
+// wrapping driver.ErrInvalidConfig for an unknown signal.
+func (d *Driver) SignalTask(taskID, signal string) error {
+	t, err := d.lookup(taskID)
+	if err != nil {
+		return err
+	}
+	if signal == "" {
+		return fmt.Errorf("%w: no signal named", driver.ErrInvalidConfig)
+	}
+	sig, err := parseSignal(signal)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-t.done:
+		return fmt.Errorf("%w: task %s has exited", driver.ErrTaskNotFound, taskID)
+	default:
+	}
+	return killGroup(t.pid, sig)
+}
+
+// ExecTask runs opts.Cmd with the task's environment in its working
+// directory, as the agent's user, and returns its exit code (-1 with an
+// error when it could not run, 128+n when killed by signal n). With
+// opts.Tty it runs on a pseudo-terminal whose output goes to opts.Stdout.
+// It returns driver.ErrTaskNotFound for an unknown or exited task and an
+// error wrapping driver.ErrInvalidConfig for an empty command.
+func (d *Driver) ExecTask(ctx context.Context, taskID string, opts *driver.ExecOptions) (int, error) {
+	t, err := d.lookup(taskID)
+	if err != nil {
+		return -1, err
+	}
+	select {
+	case <-t.done:
+		return -1, fmt.Errorf("%w: task %s has exited", driver.ErrTaskNotFound, taskID)
+	default:
+	}
+	if opts == nil || len(opts.Cmd) == 0 || opts.Cmd[0] == "" {
+		return -1, fmt.Errorf("%w: exec needs a command", driver.ErrInvalidConfig)
+	}
+	envPath := DefaultPath
+	for _, kv := range t.env {
+		if v, ok := cutEnv(kv, "PATH"); ok {
+			envPath = v
+		}
+	}
+	path, err := resolveCommand(opts.Cmd[0], t.dir, envPath)
+	if err != nil {
+		return -1, err
+	}
+	cmd := exec.CommandContext(ctx, path, opts.Cmd[1:]...)
+	cmd.Args[0] = opts.Cmd[0]
+	cmd.Dir = t.dir
+	cmd.Env = t.env
+	if opts.Tty {
+		f, err := pty.Start(cmd)
+		if err != nil {
+			return -1, fmt.Errorf("exec %q on a tty: %w", opts.Cmd[0], err)
+		}
+		defer f.Close()
+		if opts.Stdin != nil {
+			go func() { _, _ = io.Copy(f, opts.Stdin) }()
+		}
+		copied := make(chan struct{})
+		go func() {
+			defer close(copied)
+			// EIO once the command exits and the tty closes.
+			_, _ = io.Copy(writerOrDiscard(opts.Stdout), f)
+		}()
+		werr := cmd.Wait()
+		<-copied
+		return execExitCode(cmd, werr)
+	}
+	cmd.Stdin = opts.Stdin
+	cmd.Stdout = writerOrDiscard(opts.Stdout)
+	cmd.Stderr = writerOrDiscard(opts.Stderr)
+	cmd.WaitDelay = ioWaitDelay
+	return execExitCode(cmd, cmd.Run())
+}
+
+func cutEnv(kv, key string) (string, bool) {
+	if len(kv) > len(key) && kv[:len(key)] == key && kv[len(key)] == '=' {
+		return kv[len(key)+1:], true
+	}
+	return "", false
+}
+
+func execExitCode(cmd *exec.Cmd, err error) (int, error) {
+	if cmd.ProcessState != nil {
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return cmd.ProcessState.ExitCode(), nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	return -1, fmt.Errorf("exec %q: %w", cmd.Args[0], err)
+}

@@ -1,0 +1,242 @@
+package native
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/agent/driver/logging"
+)
+
+// ShimEnv names the environment variable that turns any binary importing
+// this package into the native driver's task shim: when it is set (to the
+// path of a shim spec file) at process start, the package's init function
+// runs the shim and exits, before main or TestMain. This is the re-exec
+// pattern of moby's pkg/reexec and Nomad's executor: the gpulayer binary
+// (or a test binary) starts a copy of itself as the shim.
+//
+// Why a shim: a native task is the agent's child, and its stdout and
+// stderr are pipes. If the agent died holding the read ends, the task
+// would get SIGPIPE on its next write and its exit status would be lost
+// (it is reaped by init, not by the restarted agent). The shim runs in its
+// own session, owns the pipes, writes the rotated log files itself and
+// records the exit status in a file, so a task survives the agent's death
+// (kill -9 included) and a restarted agent reattaches to it, reads its
+// logs from the same files and learns how it ended. The design follows
+// Nomad's logmon and executor processes, in one small process.
+const ShimEnv = "GPULAYER_NATIVE_SHIM"
+
+func init() {
+	if spec := os.Getenv(ShimEnv); spec != "" {
+		os.Exit(runShim(spec))
+	}
+}
+
+// shimSpec is what the driver tells the shim, as JSON in a file under the
+// task's log directory.
+type shimSpec struct {
+	Path string
+	// Args includes argv[0].
+	Args       []string
+	Dir        string
+	Env        []string
+	LogDir     string
+	StdoutBase string
+	StderrBase string
+	MaxSize    int64
+	MaxFiles   int
+	// ExitFile receives the shimExit JSON once the task has exited.
+	ExitFile string
+	// UID and GID, when set, are the user the task runs as.
+	UID *uint32 `json:",omitempty"`
+	GID *uint32 `json:",omitempty"`
+}
+
+// shimExit is how the task ended, as recorded by the shim.
+type shimExit struct {
+	ExitCode int
+	Signal   int
+	// Err is set when the task could not be waited for.
+	Err string `json:",omitempty"`
+	// At is when the task exited, in Unix nanoseconds.
+	At int64
+}
+
+// shimStatusFD is the file descriptor of the pipe on which the shim tells
+// the driver the task's pid ("started <pid>") or why it did not start
+// ("error <message>"). It is ExtraFiles[0] of the shim's command.
+const shimStatusFD = 3
+
+// runShim starts the task described by the spec file, copies its output
+// to rotated log files, writes its exit status and returns the shim's own
+// exit code: 0 once the exit status is recorded, 1 otherwise.
+func runShim(specPath string) int {
+	status := os.NewFile(shimStatusFD, "status")
+	report := func(format string, args ...interface{}) {
+		if status != nil {
+			// The driver may be gone: an error here changes nothing.
+			_, _ = fmt.Fprintf(status, format+"\n", args...)
+			_ = status.Close()
+			status = nil
+		}
+	}
+	fail := func(err error) int {
+		report("error %s", strings.ReplaceAll(err.Error(), "\n", " "))
+		return 1
+	}
+	b, err := os.ReadFile(specPath)
+	if err != nil {
+		return fail(fmt.Errorf("read shim spec: %w", err))
+	}
+	var spec shimSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return fail(fmt.Errorf("decode shim spec %s: %w", specPath, err))
+	}
+	stdout, err := logging.NewRotatingWriter(spec.LogDir, spec.StdoutBase, spec.MaxSize, spec.MaxFiles)
+	if err != nil {
+		return fail(err)
+	}
+	defer stdout.Close()
+	stderr, err := logging.NewRotatingWriter(spec.LogDir, spec.StderrBase, spec.MaxSize, spec.MaxFiles)
+	if err != nil {
+		return fail(err)
+	}
+	defer stderr.Close()
+
+	cmd := exec.Command(spec.Path)
+	cmd.Args = spec.Args
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	// The task leads its own process group inside the shim's session, so
+	// a stop signal reaches every process it started, and not the shim.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if spec.UID != nil && spec.GID != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: *spec.UID, Gid: *spec.GID}
+	}
+	cmd.WaitDelay = ioWaitDelay
+	if err := cmd.Start(); err != nil {
+		return fail(fmt.Errorf("start command %q: %w", spec.Args[0], err))
+	}
+	report("started %d", cmd.Process.Pid)
+	werr := cmd.Wait()
+	r := exitResult(cmd.ProcessState, werr)
+	ex := shimExit{ExitCode: r.ExitCode, Signal: r.Signal, At: time.Now().UnixNano()}
+	if r.Err != nil {
+		ex.Err = r.Err.Error()
+	}
+	if err := writeFileAtomic(spec.ExitFile, ex); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// writeFileAtomic writes v as JSON to path through a temporary file, an
+// fsync and a rename, so a reader sees the whole file or none.
+func writeFileAtomic(path string, v interface{}) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// shimPaths returns the spec and exit file paths of a task's shim: hidden
+// files beside its logs, which no log reader lists.
+func shimPaths(cfg *driver.TaskConfig) (spec, exit string) {
+	return filepath.Join(cfg.LogDir, "."+cfg.Name+".shim.json"), filepath.Join(cfg.LogDir, "."+cfg.Name+".exit")
+}
+
+// readExitFile returns the exit status the shim recorded, or an error
+// wrapping fs.ErrNotExist when it recorded none.
+func readExitFile(path string) (*driver.ExitResult, time.Time, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var ex shimExit
+	if err := json.Unmarshal(b, &ex); err != nil {
+		return nil, time.Time{}, fmt.Errorf("decode %s: %w", path, err)
+	}
+	r := &driver.ExitResult{ExitCode: ex.ExitCode, Signal: ex.Signal}
+	if ex.Err != "" {
+		r.Err = errors.New(ex.Err)
+	}
+	return r, time.Unix(0, ex.At), nil
+}
+
+// startShim starts the shim for spec and returns its command and the
+// task's pid once the shim reported it. A task that could not start
+// returns the shim's error message.
+func startShim(cfg *driver.TaskConfig, spec *shimSpec) (*exec.Cmd, int, error) {
+	specPath, exitPath := shimPaths(cfg)
+	spec.ExitFile = exitPath
+	if err := os.Remove(exitPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, 0, fmt.Errorf("remove old exit file: %w", err)
+	}
+	if err := writeFileAtomic(specPath, spec); err != nil {
+		return nil, 0, fmt.Errorf("write shim spec: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, 0, fmt.Errorf("find own executable for the task shim: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, 0, fmt.Errorf("shim status pipe: %w", err)
+	}
+	defer r.Close()
+	shim := exec.Command(exe)
+	shim.Env = []string{ShimEnv + "=" + specPath}
+	shim.Dir = cfg.LogDir
+	shim.ExtraFiles = []*os.File{w}
+	// A session of its own: the agent's death, or a signal to the agent's
+	// process group, does not reach the shim or the task.
+	shim.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := shim.Start(); err != nil {
+		w.Close()
+		return nil, 0, fmt.Errorf("start task shim: %w", err)
+	}
+	w.Close()
+	line, rerr := bufio.NewReader(r).ReadString('\n')
+	line = strings.TrimSpace(line)
+	if msg, ok := strings.CutPrefix(line, "error "); ok {
+		_ = shim.Wait()
+		return nil, 0, errors.New(msg)
+	}
+	pidStr, ok := strings.CutPrefix(line, "started ")
+	pid, perr := strconv.Atoi(pidStr)
+	if !ok || perr != nil || pid <= 0 {
+		_ = shim.Process.Kill()
+		_ = shim.Wait()
+		return nil, 0, fmt.Errorf("task shim did not report a pid (got %q, read error %v)", line, rerr)
+	}
+	return shim, pid, nil
+}
