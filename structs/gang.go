@@ -15,8 +15,10 @@ import (
 // and MASTER_PORT as torch.distributed expects.
 //
 // When one member fails or is lost, the server stops the others and the
-// scheduler places the whole gang again, with Attempt one higher, at most
-// GangMaxRestarts times; after that the group is left failed.
+// scheduler places the whole gang again, with Attempt and Restarts one
+// higher, at most GangMaxRestarts times; after that the group is left
+// failed. Any other re-placement of the gang (an update, an evicted or
+// stopped member) raises Attempt only.
 
 // GangMaxRestarts is how many times a failed gang is placed again as a
 // whole before the group is left failed.
@@ -41,9 +43,12 @@ type GangInfo struct {
 	MasterPort int
 	// Peers holds each member's node host, indexed by rank.
 	Peers []string
-	// Attempt is 0 for the gang's first placement and counts restarts of
-	// the whole gang.
+	// Attempt is 0 for the gang's first placement and counts every
+	// placement of the whole gang since (restarts and updates).
 	Attempt int
+	// Restarts counts the placements caused by a member failing or being
+	// lost; it is capped by GangMaxRestarts.
+	Restarts int
 }
 
 // Copy returns a deep copy.

@@ -17,6 +17,14 @@ func gangAttempt(a *structs.Allocation) int {
 	return a.Gang.Attempt
 }
 
+// gangRestarts returns the failure restarts of a gang allocation.
+func gangRestarts(a *structs.Allocation) int {
+	if a.Gang == nil {
+		return 0
+	}
+	return a.Gang.Restarts
+}
+
 // reconcileGang reconciles one gang group (structs.TaskGroup.Gang). Only
 // allocations of the latest attempt count; older ones are stopped if still
 // live. The gang stands when every index in [0, count) has a live
@@ -24,13 +32,15 @@ func gangAttempt(a *structs.Allocation) int {
 // latest attempt failed, was lost or, for a service job, exited. A
 // standing gang of an older job version is updated in place when only Meta
 // changed, else stopped and placed again whole. A gang that does not stand
-// has its live members stopped and every index placed again; when a member
-// failed the attempt is one higher, and past structs.GangMaxRestarts
-// nothing is placed (the group is left failed).
+// has its live members stopped and every index placed again with the next
+// attempt number; when a member failed or was lost that counts as a
+// restart, and past structs.GangMaxRestarts nothing is placed (the group is
+// left failed).
 func reconcileGang(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocation, res *reconcileResult) {
-	latest := -1
+	latest, restarts := -1, 0
 	for _, a := range allocs {
 		latest = max(latest, gangAttempt(a))
+		restarts = max(restarts, gangRestarts(a))
 	}
 	live := map[int]*structs.Allocation{}
 	done := map[int]bool{}
@@ -89,10 +99,10 @@ func reconcileGang(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Al
 		}
 		return
 	}
-	attempt := max(latest, 0)
+	attempt := latest + 1
 	desc := descUpdating
 	if broken {
-		attempt = latest + 1
+		restarts++
 		desc = descGangRestart
 	}
 	for idx := 0; idx < tg.Count; idx++ {
@@ -100,7 +110,7 @@ func reconcileGang(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Al
 			res.stops = append(res.stops, stopRequest{a, desc})
 		}
 	}
-	if attempt > structs.GangMaxRestarts {
+	if restarts > structs.GangMaxRestarts {
 		return
 	}
 	for idx := 0; idx < tg.Count; idx++ {
@@ -108,13 +118,13 @@ func reconcileGang(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Al
 		if prev == nil {
 			prev = previous[idx]
 		}
-		res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: prev, gangAttempt: attempt})
+		res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: prev, gangAttempt: attempt, gangRestarts: restarts})
 	}
 }
 
 // setGangInfo gives each member of a fully placed gang its GangInfo. placed
 // holds the members in index order and nodes their nodes.
-func setGangInfo(job *structs.Job, tg *structs.TaskGroup, placed []*structs.Allocation, nodes []*structs.Node, attempt int) {
+func setGangInfo(job *structs.Job, tg *structs.TaskGroup, placed []*structs.Allocation, nodes []*structs.Node, attempt, restarts int) {
 	peers := make([]string, len(placed))
 	local := map[string]int{}
 	port := structs.GangMasterPort(job.ID, tg.Name)
@@ -130,6 +140,7 @@ func setGangInfo(job *structs.Job, tg *structs.TaskGroup, placed []*structs.Allo
 			MasterPort: port,
 			Peers:      append([]string(nil), peers...),
 			Attempt:    attempt,
+			Restarts:   restarts,
 		}
 		local[a.NodeID]++
 	}

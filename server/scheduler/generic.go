@@ -19,6 +19,10 @@ const maxPlanAttempts = 5
 // because its plan kept being refused.
 const descMaxAttempts = "maximum attempts reached"
 
+// descRequeued is the StatusDescription of the evaluation that puts a
+// preempted job back in the queue.
+const descRequeued = "requeued after its allocations were preempted"
+
 // errNoRefresh is returned when the planner refused part of a plan but gave
 // no fresher state to plan against.
 var errNoRefresh = errors.New("plan partly refused without a state to refresh from")
@@ -132,9 +136,14 @@ func (s *genericScheduler) Process(eval *structs.Evaluation) error {
 	return s.finish(ev, out)
 }
 
-// requeuePreempted creates a pending evaluation (TriggeredBy "preemption")
+// requeuePreempted creates a blocked evaluation (TriggeredBy "preemption")
 // for each job whose allocations a plan of ev evicted, in job ID order, so
-// the evicted work goes back to the queue.
+// the evicted work goes back to the queue. It is blocked, not pending, so it
+// is evaluated again only once capacity frees, together with the blocked
+// evaluation of the job that preempted it, which has the higher priority
+// and so is dequeued first; a pending one would take whatever is free at
+// once, possibly the very capacity the preempting job waits for, and the
+// two would evict each other's work forever.
 func (s *genericScheduler) requeuePreempted(ev *structs.Evaluation, jobs map[string]*structs.Job) error {
 	ids := make([]string, 0, len(jobs))
 	for id := range jobs {
@@ -146,7 +155,8 @@ func (s *genericScheduler) requeuePreempted(ev *structs.Evaluation, jobs map[str
 		e := &structs.Evaluation{
 			ID: structs.GenerateUUID(), Namespace: j.Namespace, Priority: j.Priority, Type: j.Type,
 			TriggeredBy: structs.EvalTriggerPreemption, JobID: j.ID, JobModifyIndex: j.JobModifyIndex,
-			Status: structs.EvalStatusPending, PreviousEval: ev.ID,
+			Status: structs.EvalStatusBlocked, StatusDescription: descRequeued, PreviousEval: ev.ID,
+			SnapshotIndex: ev.SnapshotIndex,
 		}
 		if err := s.planner.CreateEval(e); err != nil {
 			return fmt.Errorf("scheduler: create eval for preempted job %q: %w", id, err)

@@ -218,7 +218,7 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 		for i, u := range placedOn {
 			nodes[i] = u.node
 		}
-		setGangInfo(c.job, tg, placed, nodes, reqs[0].gangAttempt)
+		setGangInfo(c.job, tg, placed, nodes, reqs[0].gangAttempt, reqs[0].gangRestarts)
 	}
 	return nil
 }

@@ -24,7 +24,8 @@ import (
 // plan with DesiredStatus "evict"; the evicted jobs get new evaluations
 // (see genericScheduler.Process) and go back to the queue. Nothing is
 // placed by preempt itself: an evicted allocation holds its GPUs until its
-// client reports it stopped, so no two processes ever share a GPU.
+// client reports it stopped, so no two processes ever share a GPU. For a
+// gang, nothing is evicted unless every member can be claimed.
 func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt) {
 	prio := c.job.Priority
 	if prio-structs.PreemptPriorityDelta < structs.JobMinPriority {
@@ -70,10 +71,25 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 		_, dim := fit(g.ask, g.cands[i], u, taken[:len(u.free)])
 		return dim == ""
 	}
+	claimed := 0
 	claim := func(i int, u *nodeUsage) {
 		assign(g.ask, g.cands[i], u, taken[:len(u.free)])
 	}
-	for k := 0; k < n; k++ {
+	var evictions []*structs.Allocation
+	defer func() {
+		// A gang is placed whole or not at all: evict nothing for a part.
+		if len(evictions) == 0 || (g.ask.tg.Gang && claimed < n) {
+			return
+		}
+		for _, a := range evictions {
+			plan.AppendPreemptedAlloc(a, c.job.ID, prio)
+			if out.preempted == nil {
+				out.preempted = map[string]*structs.Job{}
+			}
+			out.preempted[a.JobID] = a.Job
+		}
+	}()
+	for ; claimed < n; claimed++ {
 		done := false
 		for _, i := range useful {
 			if f := futureOf(i); fits(i, f) {
@@ -130,11 +146,7 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 			return
 		}
 		for _, a := range bestEvict {
-			plan.AppendPreemptedAlloc(a, c.job.ID, prio)
-			if out.preempted == nil {
-				out.preempted = map[string]*structs.Job{}
-			}
-			out.preempted[a.JobID] = a.Job
+			evictions = append(evictions, a)
 			// The future usage no longer lists it as evictable.
 			for j, b := range bestU.allocs {
 				if b == a {

@@ -20,8 +20,9 @@ type placementRequest struct {
 	tg       *structs.TaskGroup
 	index    int
 	previous *structs.Allocation
-	// gangAttempt is the gang attempt of a gang group's placement.
-	gangAttempt int
+	// gangAttempt and gangRestarts are the GangInfo counters of a gang
+	// group's placement.
+	gangAttempt, gangRestarts int
 }
 
 // reconcileResult is the difference between the job's desired allocations
