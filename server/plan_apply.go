@@ -121,6 +121,9 @@ func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan, log planLogger)
 			result.NodeAllocation[nodeID] = a
 		}
 	}
+	if gangs := refuseGangs(plan, result); len(gangs) > 0 {
+		log.Debug("gang placement refused with its other nodes", "eval_id", plan.EvalID, "nodes", len(gangs))
+	}
 	if len(result.RejectedNodes) > 0 {
 		idx, err := snap.LatestIndex()
 		if err != nil {
@@ -175,74 +178,36 @@ func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID stri
 		byID[a.ID] = a
 	}
 
-	// Device instances of the node: group ID and health per instance ID.
-	type inst struct {
-		group   string
-		healthy bool
-	}
-	instances := map[string]inst{}
-	var availCPU, availMem int64
-	if nr := node.NodeResources; nr != nil {
-		availCPU, availMem = nr.CPU, nr.MemoryMB
-		for _, g := range nr.Devices {
-			for _, in := range g.Instances {
-				instances[in.ID] = inst{group: g.ID(), healthy: in.Healthy}
-			}
-		}
-	}
-	if rr := node.ReservedResources; rr != nil {
-		availCPU -= rr.CPU
-		availMem -= rr.MemoryMB
-	}
-	for _, a := range placements {
-		if a.AllocatedResources == nil {
-			continue
-		}
-		for _, task := range sortedKeys(a.AllocatedResources.Tasks) {
-			for _, d := range a.AllocatedResources.Tasks[task].Devices {
-				for _, id := range d.DeviceIDs {
-					in, ok := instances[id]
-					switch {
-					case !ok:
-						return false, fmt.Sprintf("device %s: no such instance on node", id), nil
-					case !in.healthy:
-						return false, fmt.Sprintf("device %s: instance is unhealthy", id), nil
-					case in.group != d.ID():
-						return false, fmt.Sprintf("device %s: belongs to %q, not %q", id, in.group, d.ID()), nil
-					}
-				}
-			}
-		}
-	}
-
-	var usedCPU, usedMem int64
-	owner := map[string]string{}
+	all := make([]*structs.Allocation, 0, len(byID))
 	for _, id := range sortedKeys(byID) {
-		a := byID[id]
-		if !a.HoldsResources() || a.AllocatedResources == nil {
-			continue
-		}
-		for _, task := range sortedKeys(a.AllocatedResources.Tasks) {
-			tr := a.AllocatedResources.Tasks[task]
-			usedCPU += tr.CPU
-			usedMem += tr.MemoryMB
-			for _, d := range tr.Devices {
-				for _, dev := range d.DeviceIDs {
-					if prev, dup := owner[dev]; dup {
-						return false, fmt.Sprintf("device %s: given to both alloc %s and alloc %s", dev, structs.ShortID(prev), structs.ShortID(a.ID)), nil
-					}
-					owner[dev] = a.ID
-				}
+		all = append(all, byID[id])
+	}
+	ok, reason = structs.AllocsFit(node, all)
+	return ok, reason, nil
+}
+
+// refuseGangs makes gang placement all-or-nothing at the applier: when any
+// node of the plan was refused and the plan places gang members
+// (Allocation.Gang set), every node holding a gang member is refused too,
+// so a gang is never partly committed. It returns the nodes it refused.
+func refuseGangs(plan *structs.Plan, result *structs.PlanResult) []string {
+	if len(result.RejectedNodes) == 0 {
+		return nil
+	}
+	var refused []string
+	for _, nodeID := range sortedKeys(result.NodeAllocation) {
+		for _, a := range result.NodeAllocation[nodeID] {
+			if a.Gang != nil && a.CreateIndex == 0 {
+				delete(result.NodeAllocation, nodeID)
+				delete(result.NodeUpdate, nodeID)
+				refused = append(refused, nodeID)
+				break
 			}
 		}
 	}
-	if usedCPU > availCPU {
-		return false, fmt.Sprintf("cpu: %d MHz needed, %d MHz available", usedCPU, availCPU), nil
-	}
-	if usedMem > availMem {
-		return false, fmt.Sprintf("memory: %d MiB needed, %d MiB available", usedMem, availMem), nil
-	}
-	return true, "", nil
+	result.RejectedNodes = append(result.RejectedNodes, refused...)
+	sort.Strings(result.RejectedNodes)
+	return refused
 }
 
 // sortedKeys returns m's keys in order, so results and logs are
