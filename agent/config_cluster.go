@@ -60,12 +60,12 @@ func normalizeJoinAddr(addr string, defaultPort int) (string, error) {
 	if a == "" {
 		return "", fmt.Errorf("empty address")
 	}
+	if strings.Contains(a, "://") || strings.ContainsAny(a, "/ ") {
+		return "", fmt.Errorf("%q: want host or host:port", addr)
+	}
 	host, port, err := net.SplitHostPort(a)
 	if err != nil {
 		// No port: a bare host or IPv6 address.
-		if strings.Contains(a, "://") || strings.ContainsAny(a, "/ ") {
-			return "", fmt.Errorf("%q: want host or host:port", addr)
-		}
 		return net.JoinHostPort(strings.Trim(a, "[]"), strconv.Itoa(defaultPort)), nil
 	}
 	if host == "" {

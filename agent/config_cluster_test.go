@@ -1,0 +1,105 @@
+package agent
+
+import (
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseConfigCluster(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	src := `
+server {
+  enabled          = true
+  bootstrap_expect = 3
+  retry_join       = ["10.0.0.2", "10.0.0.3:5000"]
+  encrypt          = "` + key + `"
+}
+client {
+  enabled = true
+  servers = ["10.0.0.2:4656", "http://10.0.0.3:4656"]
+}
+`
+	fileCfg, err := ParseConfig("agent.hcl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Merge(fileCfg)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.RetryJoinAddrs(), ","); got != "10.0.0.2:4658,10.0.0.3:5000" {
+		t.Errorf("retry join addrs %s", got)
+	}
+	if len(cfg.GossipKey()) != 32 || cfg.Server.BootstrapExpect != 3 {
+		t.Errorf("key %d bytes, expect %d", len(cfg.GossipKey()), cfg.Server.BootstrapExpect)
+	}
+	if len(cfg.Client.Servers) != 2 || cfg.SerfAddr() != "0.0.0.0:4658" {
+		t.Errorf("servers %v serf %s", cfg.Client.Servers, cfg.SerfAddr())
+	}
+	// Flags (merged later) replace the file's lists rather than append.
+	cfg.Merge(&Config{Server: &ServerConfig{RetryJoin: []string{"10.0.0.9"}}, Client: &ClientConfig{}})
+	if got := strings.Join(cfg.Server.RetryJoin, ","); got != "10.0.0.9" {
+		t.Errorf("retry join after flag merge: %s", got)
+	}
+}
+
+func TestValidateClusterBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(c *Config)
+		want string
+	}{
+		{"key not base64", func(c *Config) { c.Server.Encrypt = "not base64!" }, "server.encrypt: not base64"},
+		{"key wrong size", func(c *Config) { c.Server.Encrypt = base64.StdEncoding.EncodeToString(make([]byte, 10)) }, "server.encrypt: key is 10 bytes"},
+		{"empty join address", func(c *Config) { c.Server.RetryJoin = []string{"a", " "} }, "server.retry_join[1]: empty"},
+		{"join port", func(c *Config) { c.Server.RetryJoin = []string{"a:0"} }, "server.retry_join[0]"},
+		{"join URL", func(c *Config) { c.Server.RetryJoin = []string{"http://a"} }, "want host or host:port"},
+		{"client without servers", func(c *Config) { c.Server.Enabled = false }, "client.servers: a client without a local server"},
+		{"bad server address", func(c *Config) { c.Client.Servers = []string{"a:1", "b"} }, "client.servers[1]"},
+		{"dev with three servers", func(c *Config) { c.DevMode = true; c.Server.BootstrapExpect = 3 }, "server.bootstrap_expect: dev mode"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			c.Server.Enabled = true
+			c.Client.Enabled = true
+			tc.mod(c)
+			err := c.Validate()
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrConfig mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseConfigClusterBadTypes(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"server {\n  retry_join = \"10.0.0.2\"\n}\n", "agent.hcl:2:"},
+		{"client {\n  servers = 4656\n}\n", "agent.hcl:2:"},
+		{"server {\n  encrypt = [1]\n}\n", "agent.hcl:2:"},
+	} {
+		_, err := ParseConfig("agent.hcl", []byte(tc.src))
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: got %v, want an error at %s", tc.src, err, tc.want)
+		}
+	}
+}
+
+// FuzzNormalizeJoinAddr: any string is an address or an error, never a
+// panic, and an accepted one splits into host and port.
+func FuzzNormalizeJoinAddr(f *testing.F) {
+	for _, s := range []string{"a", "a:1", "[::1]", "[::1]:2", "", ":", "a:b", "http://x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out, err := normalizeJoinAddr(s, 4658)
+		if err != nil {
+			return
+		}
+		if !strings.Contains(out, ":") {
+			t.Fatalf("%q normalized to %q without a port", s, out)
+		}
+	})
+}
