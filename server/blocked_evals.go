@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sort"
 	"sync"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -183,7 +184,10 @@ func (b *BlockedEvals) run(stop <-chan struct{}, done chan<- struct{}) {
 	}
 }
 
-// unblockNow moves every blocked evaluation into the broker.
+// unblockNow moves every blocked evaluation into the broker, highest
+// priority first, then oldest (lowest CreateIndex) first: the order the
+// broker dequeues them in, so queued work is placed by priority, then by
+// when it was queued.
 func (b *BlockedEvals) unblockNow() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -194,8 +198,13 @@ func (b *BlockedEvals) unblockNow() {
 		b.lastUnblock = b.wantUnblock
 	}
 	b.wantUnblock = 0
+	evals := make([]*structs.Evaluation, 0, len(b.byJob))
 	for key, eval := range b.byJob {
 		delete(b.byJob, key)
+		evals = append(evals, eval)
+	}
+	sort.Slice(evals, func(i, j int) bool { return evalLess(evals[i], evals[j]) })
+	for _, eval := range evals {
 		b.totalUnblk++
 		b.broker.Enqueue(eval)
 	}
