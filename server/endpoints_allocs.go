@@ -29,6 +29,9 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 	if len(allocs) == 0 {
 		return nil
 	}
+	if l, fctx := s.forwardTarget(ctx); l != nil {
+		return l.UpdateAllocs(fctx, allocs)
+	}
 	if err := s.checkLeader(); err != nil {
 		return err
 	}

@@ -20,6 +20,9 @@ func (s *Server) JobRegister(ctx context.Context, job *structs.Job) (*structs.Jo
 	if job == nil {
 		return nil, fmt.Errorf("job register: %w: no job", structs.ErrInvalid)
 	}
+	if l, fctx := s.forwardTarget(ctx); l != nil {
+		return l.JobRegister(fctx, job)
+	}
 	if err := s.checkLeader(); err != nil {
 		return nil, err
 	}
@@ -64,6 +67,9 @@ func (s *Server) JobRegister(ctx context.Context, job *structs.Job) (*structs.Jo
 // returns an error wrapping structs.ErrNotFound for an unknown job, and
 // errors wrapping structs.ErrNotLeader or structs.ErrShutdown.
 func (s *Server) JobDeregister(ctx context.Context, jobID string, purge bool) (*structs.JobDeregisterResponse, error) {
+	if l, fctx := s.forwardTarget(ctx); l != nil {
+		return l.JobDeregister(fctx, jobID, purge)
+	}
 	if err := s.checkLeader(); err != nil {
 		return nil, err
 	}

@@ -23,6 +23,9 @@ func (s *Server) NodeRegister(ctx context.Context, node *structs.Node) (time.Dur
 	if node == nil || node.ID == "" || node.Name == "" {
 		return 0, fmt.Errorf("node register: %w: node ID and name are required", structs.ErrInvalid)
 	}
+	if l, fctx := s.forwardTarget(ctx); l != nil {
+		return l.NodeRegister(fctx, node)
+	}
 	if err := s.checkLeader(); err != nil {
 		return 0, err
 	}
@@ -59,6 +62,9 @@ func (s *Server) NodeUpdateStatus(ctx context.Context, nodeID, status string) (t
 	default:
 		return 0, fmt.Errorf("node update status: %w: unknown status %q", structs.ErrInvalid, status)
 	}
+	if l, fctx := s.forwardTarget(ctx); l != nil {
+		return l.NodeUpdateStatus(fctx, nodeID, status)
+	}
 	if err := s.checkLeader(); err != nil {
 		return 0, err
 	}
@@ -77,6 +83,9 @@ func (s *Server) NodeUpdateStatus(ctx context.Context, nodeID, status string) (t
 	}
 	if status == structs.NodeStatusDown {
 		s.heartbeats.remove(nodeID)
+		if err := s.markNodeAllocsLost(nodeID); err != nil {
+			return 0, fmt.Errorf("node update status %s: %w", nodeID, err)
+		}
 		return 0, nil
 	}
 	return s.resetHeartbeatTimer(nodeID), nil

@@ -104,8 +104,8 @@ func (s *Server) initializeHeartbeatTimers() error {
 }
 
 // invalidateHeartbeat marks a node that missed its heartbeat down through
-// Raft. Marking its allocations lost and creating evaluations for its jobs
-// is a later step.
+// Raft, then marks its allocations lost and creates evaluations that
+// replace them (markNodeAllocsLost).
 func (s *Server) invalidateHeartbeat(nodeID string) {
 	s.heartbeats.remove(nodeID)
 	if !s.IsLeader() || s.shutdownCtx.Err() != nil {
@@ -122,4 +122,8 @@ func (s *Server) invalidateHeartbeat(nodeID string) {
 		return
 	}
 	log.Warn("node missed its heartbeat; marked down", "node_id", nodeID, "node_name", node.Name)
+	if err := s.markNodeAllocsLost(nodeID); err != nil {
+		// The next leader's sweep (sweepDownNodes) finishes the job.
+		log.Error("mark allocations of a down node lost", "node_id", nodeID, "error", err)
+	}
 }

@@ -74,7 +74,10 @@ func (s *Server) stopLeader(ls *leaderState) {
 // barrier (so the state store holds every committed entry), then it
 // enables the eval broker, blocked evaluations and plan queue, starts the
 // plan applier and reapers, re-enqueues pending and blocked evaluations
-// from the state store, and starts heartbeat timers for every known node.
+// from the state store, starts heartbeat timers for every known node (the
+// generous failover TTL), finishes marking lost the allocations of down
+// nodes, and, with gossip, starts reconciling servers with Raft
+// (autopilot.go).
 func (s *Server) establishLeadership(ctx context.Context, ls *leaderState) error {
 	s.logger.Info("cluster leadership acquired")
 	if err := s.raft.Barrier(barrierTimeout).Error(); err != nil {
@@ -95,6 +98,16 @@ func (s *Server) establishLeadership(ctx context.Context, ls *leaderState) error
 	}
 	if err := s.initializeHeartbeatTimers(); err != nil {
 		return err
+	}
+	if err := s.sweepDownNodes(); err != nil {
+		return fmt.Errorf("sweep down nodes: %w", err)
+	}
+	if s.members != nil {
+		ls.wg.Add(1)
+		go func() {
+			defer ls.wg.Done()
+			s.reconcileLoop(ctx)
+		}()
 	}
 	s.established.Store(true)
 	return nil

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -45,7 +46,15 @@ func (s *Server) setupRaft() error {
 	rlog := s.logger.Named("raft")
 	trans := cfg.Transport
 	if trans == nil {
-		t, err := raft.NewTCPTransportWithLogger(cfg.RaftBindAddr, nil, raftTransportPool, raftTransportTimeout, rlog)
+		var adv net.Addr
+		if cfg.RaftAdvertiseAddr != "" {
+			a, err := net.ResolveTCPAddr("tcp", cfg.RaftAdvertiseAddr)
+			if err != nil {
+				return fmt.Errorf("raft: %w: advertise address %q: %v", structs.ErrInvalid, cfg.RaftAdvertiseAddr, err)
+			}
+			adv = a
+		}
+		t, err := raft.NewTCPTransportWithLogger(cfg.RaftBindAddr, adv, raftTransportPool, raftTransportTimeout, rlog)
 		if err != nil {
 			return fmt.Errorf("raft: listen on %s: %w", cfg.RaftBindAddr, err)
 		}
@@ -90,6 +99,9 @@ func (s *Server) setupRaft() error {
 	if cfg.RaftSnapshotInterval > 0 {
 		rc.SnapshotInterval = cfg.RaftSnapshotInterval
 	}
+	if cfg.RaftTuning != nil {
+		cfg.RaftTuning(rc)
+	}
 	if err := raft.ValidateConfig(rc); err != nil {
 		return fmt.Errorf("raft: config: %w", err)
 	}
@@ -98,17 +110,23 @@ func (s *Server) setupRaft() error {
 	if err != nil {
 		return fmt.Errorf("raft: read existing state: %w", err)
 	}
-	if !has {
-		conf := raft.Configuration{Servers: []raft.Server{{
-			Suffrage: raft.Voter,
-			ID:       rc.LocalID,
-			Address:  trans.LocalAddr(),
-		}}}
+	var conf raft.Configuration
+	switch {
+	case has:
+	case len(cfg.BootstrapPeers) > 0:
+		conf.Servers = cfg.BootstrapPeers
+	case cfg.BootstrapExpect <= 1:
+		conf.Servers = []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: trans.LocalAddr()}}
+	}
+	if len(conf.Servers) > 0 {
 		if err := raft.BootstrapCluster(rc, logs, store, snaps, trans, conf); err != nil {
 			return fmt.Errorf("raft: bootstrap: %w", err)
 		}
-		s.logger.Info("bootstrapped single-server raft cluster", "id", rc.LocalID, "address", trans.LocalAddr())
+		s.logger.Info("bootstrapped raft cluster", "id", rc.LocalID, "address", trans.LocalAddr(), "servers", len(conf.Servers))
 	}
+	// Without state and a configuration, gossip bootstraps once
+	// BootstrapExpect servers are known (membership.go).
+	s.bootstrapped.Store(has || len(conf.Servers) > 0)
 
 	r, err := raft.NewRaft(rc, s.fsm.RaftFSM(), logs, store, snaps, trans)
 	if err != nil {

@@ -7,6 +7,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 )
 
@@ -43,7 +45,9 @@ type Config struct {
 	// Ignored when Transport is set.
 	RaftBindAddr string
 	// BootstrapExpect is the number of servers to wait for before
-	// bootstrapping; 0 or 1 runs a single server. More is not supported yet.
+	// bootstrapping Raft; 0 or 1 bootstraps a single server at once. More
+	// needs SerfBindAddr (servers find each other over memberlist) or
+	// BootstrapPeers.
 	BootstrapExpect int
 	// NumSchedulers is the number of scheduler workers; 0 means 2.
 	NumSchedulers int
@@ -79,6 +83,61 @@ type Config struct {
 	FailedFollowUpDelay time.Duration
 	// EvalBroker tunes the eval broker; zero values take its defaults.
 	EvalBroker EvalBrokerConfig
+
+	// Cluster membership (see membership.go and doc.go).
+
+	// SerfBindAddr is the memberlist (gossip) address, "host:port"
+	// (DefaultSerfPort 4658 by convention; port 0 picks a free one). Empty
+	// runs without gossip: a single server, or BootstrapPeers in tests.
+	SerfBindAddr string
+	// SerfAdvertiseAddr, when set, is the "host:port" other servers reach
+	// this one's gossip at (needed when SerfBindAddr is 0.0.0.0).
+	SerfAdvertiseAddr string
+	// RetryJoin lists gossip addresses ("host" or "host:port") of other
+	// servers to join at start, retried every RetryJoinInterval until one
+	// join succeeds.
+	RetryJoin []string
+	// RetryJoinInterval is the pause between join attempts; zero means
+	// DefaultRetryJoinInterval (5 seconds).
+	RetryJoinInterval time.Duration
+	// EncryptKey, when set, encrypts gossip with AES-GCM; it must be 16, 24
+	// or 32 bytes and the same on every server.
+	EncryptKey []byte
+	// Datacenter is advertised to other servers; servers bootstrap only
+	// with servers of their own datacenter. Empty means "dc1".
+	Datacenter string
+	// HTTPAddr is this agent's HTTP API address ("host:port"), advertised
+	// so followers can forward writes to the leader's HTTP API.
+	HTTPAddr string
+	// BootstrapPeers, when set and the data dir holds no Raft state,
+	// bootstraps Raft with exactly these servers (every server of the
+	// cluster must be given the same list). Tests use it with in-memory
+	// transports instead of gossip.
+	BootstrapPeers []raft.Server
+	// DeadServerCleanupThreshold is how long a server must have failed
+	// (gossip) or been missing before the leader's autopilot removes it
+	// from Raft, which it does only while the remaining voters are at
+	// least BootstrapExpect; zero means DefaultDeadServerCleanupThreshold
+	// (30 seconds).
+	DeadServerCleanupThreshold time.Duration
+	// ReconcileInterval is how often the leader reconciles gossip members
+	// with the Raft configuration; zero means DefaultReconcileInterval
+	// (1 second).
+	ReconcileInterval time.Duration
+	// LeaderLookup, when set, lets a follower's write endpoints forward to
+	// the leader in-process: it returns the *Server whose Raft address is
+	// addr, or nil. servertest clusters set it; agents forward over HTTP
+	// (agent/http) instead.
+	LeaderLookup func(addr string) *Server
+	// RaftTuning, when set, is called with the Raft config before Raft
+	// starts (tests shorten timeouts for multi-server clusters).
+	RaftTuning func(*raft.Config)
+	// MemberlistTuning, when set, is called with the memberlist config
+	// before gossip starts (tests shorten probe and suspicion timers).
+	MemberlistTuning func(*memberlist.Config)
+	// RaftAdvertiseAddr, when set, is the Raft address other servers dial
+	// ("host:port"); needed when RaftBindAddr is 0.0.0.0.
+	RaftAdvertiseAddr string
 }
 
 // Server is one GPUlayer server. Create it with NewServer and stop it with
@@ -102,6 +161,12 @@ type Server struct {
 	// establishing leadership (broker enabled, evaluations restored).
 	established atomic.Bool
 
+	// members is the gossip membership; nil without SerfBindAddr.
+	members *membership
+	// bootstrapped is true once Raft has (or no longer needs) a bootstrap
+	// configuration from this server.
+	bootstrapped atomic.Bool
+
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc
 	shutdownOnce   sync.Once
@@ -122,8 +187,8 @@ func NewServer(cfg *Config) (*Server, error) {
 	if c.DataDir == "" {
 		return nil, fmt.Errorf("server: %w: data dir is required", structs.ErrInvalid)
 	}
-	if c.BootstrapExpect > 1 {
-		return nil, fmt.Errorf("server: %w: bootstrap_expect %d: multi-server clusters are not supported yet", structs.ErrInvalid, c.BootstrapExpect)
+	if err := c.checkCluster(); err != nil {
+		return nil, err
 	}
 	if c.NodeName == "" {
 		h, err := os.Hostname()
@@ -183,6 +248,14 @@ func NewServer(cfg *Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 
+	if err := s.setupMembership(ctx); err != nil {
+		cancel()
+		if cerr := s.shutdownRaft(); cerr != nil {
+			s.logger.Error("cleanup after failed start", "error", cerr)
+		}
+		return nil, fmt.Errorf("server: %w", err)
+	}
+
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -209,7 +282,8 @@ func (s *Server) Shutdown() error {
 		s.shutdownCancel()
 		s.wg.Wait()
 		s.revokeLeadership()
-		s.shutdownErr = s.shutdownRaft()
+		gerr := s.shutdownMembership()
+		s.shutdownErr = errors.Join(gerr, s.shutdownRaft())
 	})
 	return s.shutdownErr
 }

@@ -1,0 +1,28 @@
+package server
+
+import "context"
+
+// forwardedKey marks a context whose call was already forwarded once, so a
+// leadership change mid-flight cannot bounce a write between servers.
+type forwardedKey struct{}
+
+// forwardTarget returns the leader to run a write on when this server is a
+// follower and Config.LeaderLookup resolves the leader in-process (servertest
+// clusters). It returns nil when this server leads, when there is no
+// lookup, no known leader, or the call was forwarded already: the caller
+// then runs the write locally, which fails with structs.ErrNotLeader on a
+// follower (agents forward over HTTP in agent/http instead).
+func (s *Server) forwardTarget(ctx context.Context) (*Server, context.Context) {
+	if s.config.LeaderLookup == nil || s.IsLeader() || ctx.Value(forwardedKey{}) != nil {
+		return nil, ctx
+	}
+	addr := s.Leader()
+	if addr == "" {
+		return nil, ctx
+	}
+	l := s.config.LeaderLookup(addr)
+	if l == nil || l == s {
+		return nil, ctx
+	}
+	return l, context.WithValue(ctx, forwardedKey{}, true)
+}
