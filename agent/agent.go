@@ -75,24 +75,37 @@ func New(cfg *Config, logger hclog.Logger) (*Agent, error) {
 func (a *Agent) start() error {
 	cfg := a.config
 	if cfg.Server.Enabled {
-		srv, err := server.NewServer(&server.Config{
+		scfg := &server.Config{
 			DataDir:         filepath.Join(cfg.DataDir, "server"),
 			NodeName:        cfg.Name,
 			RaftBindAddr:    cfg.RaftAddr(),
 			BootstrapExpect: cfg.Server.BootstrapExpect,
 			NumSchedulers:   cfg.Server.NumSchedulers,
 			DevMode:         cfg.DevMode,
+			Datacenter:      cfg.Datacenter,
+			HTTPAddr:        cfg.HTTPAddr(),
 			Logger:          a.logger.Named("server"),
-		})
+		}
+		if !cfg.DevMode {
+			// Servers find each other over gossip; a dev agent is alone.
+			scfg.SerfBindAddr = cfg.SerfAddr()
+			scfg.RetryJoin = cfg.RetryJoinAddrs()
+			scfg.EncryptKey = cfg.GossipKey()
+		}
+		srv, err := server.NewServer(scfg)
 		if err != nil {
 			return fmt.Errorf("start server: %w", err)
 		}
 		a.server = srv
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = srv.WaitForLeader(ctx)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("server: waiting for a Raft leader: %w", err)
+		if cfg.Server.BootstrapExpect <= 1 {
+			// A multi-server cluster elects a leader only once enough
+			// servers have joined; don't block start-up on it.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err = srv.WaitForLeader(ctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("server: waiting for a Raft leader: %w", err)
+			}
 		}
 	}
 
