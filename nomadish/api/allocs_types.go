@@ -46,6 +46,8 @@ type Allocation struct {
 
 	// PreviousAllocation is the allocation this one replaces, if any.
 	PreviousAllocation string
+	// Gang is set on members of a gang group.
+	Gang *GangInfo `json:",omitempty"`
 
 	CreateIndex      uint64
 	ModifyIndex      uint64
@@ -75,6 +77,24 @@ type AllocatedDeviceResource struct {
 	Type      string
 	Name      string
 	DeviceIDs []string
+	// MemoryMB is the share of the one device instance held, in MiB, for a
+	// memory-share request; 0 means whole devices.
+	MemoryMB int64 `json:",omitempty"`
+}
+
+// GangInfo is a gang member's place in its gang.
+type GangInfo struct {
+	Rank       int
+	WorldSize  int
+	LocalRank  int
+	MasterAddr string
+	MasterPort int
+	// Peers holds each member's node host, indexed by rank.
+	Peers []string
+	// Attempt counts placements of the whole gang; Restarts those caused
+	// by a member failing.
+	Attempt  int
+	Restarts int
 }
 
 // ID returns "vendor/type/name".

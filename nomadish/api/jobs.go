@@ -53,6 +53,11 @@ type Job struct {
 	Affinities []*Affinity
 	// TaskGroups are the groups of tasks to place, in jobspec order.
 	TaskGroups []*TaskGroup
+	// Requires lists node capabilities every group needs, such as "voice".
+	Requires []string `json:",omitempty"`
+	// Availability is the node availability class the groups accept by
+	// default: "continuous" (the default) or "opportunistic".
+	Availability string `json:",omitempty"`
 
 	// Status is the job's lifecycle status ("pending", "running", "dead"),
 	// set by the server.
@@ -96,6 +101,15 @@ type TaskGroup struct {
 	Tasks []*Task
 	// Meta is free-form user metadata for the group.
 	Meta map[string]string
+	// Gang places all Count allocations at once or none, and restarts them
+	// together when one fails; tasks get RANK, WORLD_SIZE, LOCAL_RANK,
+	// MASTER_ADDR and MASTER_PORT.
+	Gang bool `json:",omitempty"`
+	// Requires lists node capabilities the group needs, in addition to the
+	// job's; it is placed only on nodes that reserve them.
+	Requires []string `json:",omitempty"`
+	// Availability overrides the job's availability class for the group.
+	Availability string `json:",omitempty"`
 }
 
 // Task is one process (or container) run by a driver.
@@ -143,6 +157,9 @@ type RequestedDevice struct {
 	Name string
 	// Count is the number of device instances wanted.
 	Count int
+	// MemoryMB, when above zero, asks for a share of one device's memory
+	// in MiB instead of whole devices; Count must then be 1.
+	MemoryMB int `json:",omitempty"`
 	// Constraints restrict which device groups qualify, e.g. on
 	// "${device.attr.memory}".
 	Constraints []*Constraint

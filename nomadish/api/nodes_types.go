@@ -27,6 +27,11 @@ type Node struct {
 
 	NodeResources     *NodeResources
 	ReservedResources *NodeReservedResources
+	// MemoryModel is "discrete" or "unified"; Availability "continuous" or
+	// "opportunistic"; Reserved the capabilities the node is kept for.
+	MemoryModel  string   `json:",omitempty"`
+	Availability string   `json:",omitempty"`
+	Reserved     []string `json:",omitempty"`
 
 	Status                string
 	StatusDescription     string

@@ -29,6 +29,8 @@ func JobToStructs(j *api.Job) *structs.Job {
 		Meta:              cloneStringMap(j.Meta),
 		Constraints:       constraintsToStructs(j.Constraints),
 		Affinities:        affinitiesToStructs(j.Affinities),
+		Requires:          cloneStrings(j.Requires),
+		Availability:      j.Availability,
 		Stop:              j.Stop,
 		Status:            j.Status,
 		StatusDescription: j.StatusDescription,
@@ -63,6 +65,8 @@ func JobFromStructs(j *structs.Job) *api.Job {
 		Meta:              cloneStringMap(j.Meta),
 		Constraints:       constraintsFromStructs(j.Constraints),
 		Affinities:        affinitiesFromStructs(j.Affinities),
+		Requires:          cloneStrings(j.Requires),
+		Availability:      j.Availability,
 		Stop:              j.Stop,
 		Status:            j.Status,
 		StatusDescription: j.StatusDescription,
@@ -86,11 +90,14 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 		return nil
 	}
 	out := &structs.TaskGroup{
-		Name:        tg.Name,
-		Count:       tg.Count,
-		Constraints: constraintsToStructs(tg.Constraints),
-		Affinities:  affinitiesToStructs(tg.Affinities),
-		Meta:        cloneStringMap(tg.Meta),
+		Name:         tg.Name,
+		Count:        tg.Count,
+		Constraints:  constraintsToStructs(tg.Constraints),
+		Affinities:   affinitiesToStructs(tg.Affinities),
+		Meta:         cloneStringMap(tg.Meta),
+		Gang:         tg.Gang,
+		Requires:     cloneStrings(tg.Requires),
+		Availability: tg.Availability,
 	}
 	if rp := tg.RestartPolicy; rp != nil {
 		out.RestartPolicy = &structs.RestartPolicy{
@@ -114,11 +121,14 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 		return nil
 	}
 	out := &api.TaskGroup{
-		Name:        tg.Name,
-		Count:       tg.Count,
-		Constraints: constraintsFromStructs(tg.Constraints),
-		Affinities:  affinitiesFromStructs(tg.Affinities),
-		Meta:        cloneStringMap(tg.Meta),
+		Name:         tg.Name,
+		Count:        tg.Count,
+		Constraints:  constraintsFromStructs(tg.Constraints),
+		Affinities:   affinitiesFromStructs(tg.Affinities),
+		Meta:         cloneStringMap(tg.Meta),
+		Gang:         tg.Gang,
+		Requires:     cloneStrings(tg.Requires),
+		Availability: tg.Availability,
 	}
 	if rp := tg.RestartPolicy; rp != nil {
 		out.RestartPolicy = &api.RestartPolicy{
@@ -187,6 +197,7 @@ func resourcesToStructs(r *api.Resources) *structs.Resources {
 			out.Devices[i] = &structs.RequestedDevice{
 				Name:        d.Name,
 				Count:       d.Count,
+				MemoryMB:    d.MemoryMB,
 				Constraints: constraintsToStructs(d.Constraints),
 				Affinities:  affinitiesToStructs(d.Affinities),
 			}
@@ -209,6 +220,7 @@ func resourcesFromStructs(r *structs.Resources) *api.Resources {
 			out.Devices[i] = &api.RequestedDevice{
 				Name:        d.Name,
 				Count:       d.Count,
+				MemoryMB:    d.MemoryMB,
 				Constraints: constraintsFromStructs(d.Constraints),
 				Affinities:  affinitiesFromStructs(d.Affinities),
 			}

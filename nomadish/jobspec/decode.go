@@ -35,6 +35,7 @@ var (
 	jobSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{
 			{Name: "type"}, {Name: "priority"}, {Name: "datacenters"}, {Name: "namespace"}, {Name: "meta"},
+			{Name: "requires"}, {Name: "availability"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"},
@@ -42,7 +43,7 @@ var (
 		},
 	}
 	groupSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "meta"}},
+		Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "meta"}, {Name: "gang"}, {Name: "requires"}, {Name: "availability"}},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"}, {Type: "restart"},
 			{Type: "task", LabelNames: []string{"name"}},
@@ -66,7 +67,7 @@ var (
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "device", LabelNames: []string{"name"}}},
 	}
 	deviceSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "count"}},
+		Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "memory"}},
 		Blocks:     []hcl.BlockHeaderSchema{{Type: "constraint"}, {Type: "affinity"}},
 	}
 )
@@ -98,6 +99,8 @@ func (d *decoder) job(block *hcl.Block) *api.Job {
 	d.integer(c.Attributes["priority"], &job.Priority)
 	d.strList(c.Attributes["datacenters"], &job.Datacenters)
 	job.Meta = d.stringMap("meta", c)
+	d.strList(c.Attributes["requires"], &job.Requires)
+	d.availability(c.Attributes["availability"], &job.Availability)
 	for _, b := range c.Blocks {
 		switch b.Type {
 		case "constraint":
@@ -116,6 +119,9 @@ func (d *decoder) group(block *hcl.Block) *api.TaskGroup {
 	tg := &api.TaskGroup{Name: block.Labels[0], Count: defaultGroupCount}
 	d.integer(c.Attributes["count"], &tg.Count)
 	tg.Meta = d.stringMap("meta", c)
+	d.boolean(c.Attributes["gang"], &tg.Gang)
+	d.strList(c.Attributes["requires"], &tg.Requires)
+	d.availability(c.Attributes["availability"], &tg.Availability)
 	for _, b := range c.Blocks {
 		switch b.Type {
 		case "constraint":
@@ -193,6 +199,7 @@ func (d *decoder) device(block *hcl.Block) *api.RequestedDevice {
 			Subject:  attr.Expr.Range().Ptr(),
 		})
 	}
+	d.memoryMiB(c.Attributes["memory"], &dev.MemoryMB)
 	for _, b := range c.Blocks {
 		switch b.Type {
 		case "constraint":
