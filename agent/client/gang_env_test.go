@@ -1,0 +1,55 @@
+package client
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+func TestSchedulingEnv(t *testing.T) {
+	gpu := func(mib int64, ids ...string) *structs.AllocatedDeviceResource {
+		return &structs.AllocatedDeviceResource{Vendor: "nvidia", Type: "gpu", Name: "H100", DeviceIDs: ids, MemoryMB: mib}
+	}
+	cases := []struct {
+		name  string
+		gang  *structs.GangInfo
+		res   *structs.AllocatedTaskResources
+		want  map[string]string
+		unset []string
+	}{
+		{"whole gpus, no gang", nil, &structs.AllocatedTaskResources{Devices: []*structs.AllocatedDeviceResource{gpu(0, "GPU-a", "GPU-b")}},
+			map[string]string{}, []string{"GPULAYER_GPU_MEMORY_MB", "RANK", "MASTER_ADDR"}},
+		{"memory share", nil, &structs.AllocatedTaskResources{Devices: []*structs.AllocatedDeviceResource{gpu(20480, "GPU-a")}},
+			map[string]string{"GPULAYER_GPU_MEMORY_MB": "20480"}, []string{"RANK"}},
+		{"no resources", nil, nil, map[string]string{}, []string{"GPULAYER_GPU_MEMORY_MB"}},
+		{"gang member", &structs.GangInfo{Rank: 1, WorldSize: 2, LocalRank: 0, MasterAddr: "10.0.0.1", MasterPort: 29731, Peers: []string{"10.0.0.1", "10.0.0.2"}, Attempt: 2},
+			&structs.AllocatedTaskResources{},
+			map[string]string{
+				"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29731",
+				"GPULAYER_RANK": "1", "GPULAYER_WORLD_SIZE": "2", "GPULAYER_LOCAL_RANK": "0", "GPULAYER_MASTER_ADDR": "10.0.0.1",
+				"GPULAYER_MASTER_PORT": "29731", "GPULAYER_GANG_PEERS": "10.0.0.1,10.0.0.2", "GPULAYER_GANG_ATTEMPT": "2",
+			}, []string{"GPULAYER_GPU_MEMORY_MB"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"RANK": "user value", "KEEP": "x"}
+			if tc.gang == nil {
+				delete(env, "RANK")
+			}
+			schedulingEnv(env, &structs.Allocation{ID: "a", Gang: tc.gang}, tc.res)
+			want := maps.Clone(tc.want)
+			want["KEEP"] = "x"
+			for k, v := range want {
+				if env[k] != v {
+					t.Fatalf("%s = %q, want %q (env %v)", k, env[k], v, env)
+				}
+			}
+			for _, k := range tc.unset {
+				if _, ok := env[k]; ok {
+					t.Fatalf("%s set to %q, want unset", k, env[k])
+				}
+			}
+		})
+	}
+}
