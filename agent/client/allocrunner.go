@@ -33,6 +33,9 @@ type allocRunner struct {
 	stopRequested bool
 	// quiet is set when the client shuts down: nothing more is reported.
 	quiet bool
+	// recovered holds, by task name, the handles of tasks started by an
+	// earlier life of this client, to reattach to.
+	recovered map[string]*driver.TaskHandle
 
 	done chan struct{}
 }
@@ -73,6 +76,7 @@ func (ar *allocRunner) run() {
 	for _, t := range tg.Tasks {
 		drv := ar.c.driver(t.Driver)
 		tr := newTaskRunner(ar, t, drv, tg.RestartPolicy)
+		tr.recovered = ar.recovered[t.Name]
 		ar.tasks[t.Name] = tr
 		ar.taskStates[t.Name] = &structs.TaskState{
 			State:  structs.TaskStatePending,
@@ -131,6 +135,9 @@ func (ar *allocRunner) finish() {
 	if structs.AllocClientStatusComplete == rec.ClientStatus || structs.AllocClientStatusFailed == rec.ClientStatus {
 		if err := ar.c.state.putTerminal(ar.alloc.ID, rec); err != nil {
 			ar.logger.Error("record final alloc status", "error", err)
+		}
+		if err := ar.c.state.deleteHandles(ar.alloc.ID); err != nil {
+			ar.logger.Warn("forget task handles", "error", err)
 		}
 	}
 	ar.logger.Info("allocation finished", "client_status", rec.ClientStatus)
@@ -255,13 +262,19 @@ func (ar *allocRunner) stop() {
 }
 
 // shutdown kills the tasks without reporting anything (the client is
-// shutting down) and waits for the runner to end.
+// shutting down), waits for the runner to end and forgets the task
+// handles.
 func (ar *allocRunner) shutdown() {
 	ar.mu.Lock()
 	ar.quiet = true
 	ar.mu.Unlock()
 	ar.stop()
 	<-ar.done
+	// The tasks were stopped: a restarted client starts them afresh
+	// rather than reattaching.
+	if err := ar.c.state.deleteHandles(ar.alloc.ID); err != nil {
+		ar.logger.Warn("forget task handles", "error", err)
+	}
 }
 
 // taskDead reports whether the task is dead, or unknown.

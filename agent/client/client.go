@@ -41,6 +41,9 @@ type Client struct {
 	// finished holds the final status of allocations finished in an
 	// earlier life of this client, from the state file.
 	finished map[string]*allocRecord
+	// recovered holds the task handles an earlier life of this client
+	// recorded, by allocation and task, until the allocation is seen again.
+	recovered map[string]map[string]*driver.TaskHandle
 	// tel is the GPU telemetry (telemetry.go).
 	tel telemetry
 
@@ -76,6 +79,10 @@ func NewClient(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	if c.finished, err = c.state.terminal(); err != nil {
+		c.state.close()
+		return nil, err
+	}
+	if c.recovered, err = c.state.handles(); err != nil {
 		c.state.close()
 		return nil, err
 	}

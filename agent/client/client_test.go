@@ -326,10 +326,10 @@ func TestDriverFailures(t *testing.T) {
 	}
 	t.Run("unknown driver", func(t *testing.T) {
 		a := clienttest.NativeAlloc(c.Node().ID, structs.JobTypeBatch, "/bin/true", nil, nil)
-		a.Job.TaskGroups[0].Tasks[0].Driver = "docker"
+		a.Job.TaskGroups[0].Tasks[0].Driver = "podman"
 		srv.UpsertAlloc(a)
 		got := srv.WaitForAlloc(t, a.ID, 15*time.Second, terminal)
-		if e := eventOf(got, "main", structs.TaskEventDriverFailure); got.ClientStatus != structs.AllocClientStatusFailed || e == nil || !strings.Contains(e.DisplayMessage, "docker") {
+		if e := eventOf(got, "main", structs.TaskEventDriverFailure); got.ClientStatus != structs.AllocClientStatusFailed || e == nil || !strings.Contains(e.DisplayMessage, "podman") {
 			t.Fatalf("status %q event %+v", got.ClientStatus, e)
 		}
 	})
@@ -496,7 +496,8 @@ func TestRestartKeepsNodeAndNeverRerunsFinished(t *testing.T) {
 	if c2.Node().ID != nodeID || c2.Node().SecretID != c1.Node().SecretID {
 		t.Fatalf("node identity changed: %s -> %s", nodeID, c2.Node().ID)
 	}
-	// The unfinished service alloc runs again (reattach is a later issue).
+	// Shutdown stopped the service task, so it runs again (a client that
+	// dies without Shutdown reattaches instead: reattach_test.go).
 	clienttest.WaitFor(t, 15*time.Second, func() (bool, string) {
 		n := countRuns(t, c2, svc.ID)
 		return n == 2, fmt.Sprintf("service ran %d times", n)

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/agent/driver/docker"
 	"github.com/gpulayer/gpulayer/agent/driver/native"
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -58,7 +59,7 @@ type Config struct {
 	Servers ServerConn
 	// Logger defaults to a null logger.
 	Logger hclog.Logger
-	// Drivers default to the native driver.
+	// Drivers default to DefaultDrivers: native and docker.
 	Drivers []driver.Driver
 	// LogMaxFiles is how many rotated files of each task stream are kept;
 	// default 10.
@@ -92,6 +93,20 @@ const (
 	DefaultSyncInterval     = 200 * time.Millisecond
 )
 
+// DefaultDrivers returns the native driver and the docker driver. The
+// docker driver talks to DOCKER_HOST or the platform's default socket; on
+// a host without Docker its fingerprint reports it not detected, so the
+// node simply lacks it.
+func DefaultDrivers(logger hclog.Logger) []driver.Driver {
+	drivers := []driver.Driver{native.New(logger)}
+	if d, err := docker.New(docker.Config{Logger: logger}); err == nil {
+		drivers = append(drivers, d)
+	} else {
+		logger.Warn("docker driver unavailable", "error", err)
+	}
+	return drivers
+}
+
 // withDefaults returns a copy of cfg with defaults filled, or an error
 // wrapping structs.ErrInvalid.
 func (cfg *Config) withDefaults() (*Config, error) {
@@ -115,7 +130,7 @@ func (cfg *Config) withDefaults() (*Config, error) {
 		c.Logger = hclog.NewNullLogger()
 	}
 	if len(c.Drivers) == 0 {
-		c.Drivers = []driver.Driver{native.New(c.Logger.Named("driver"))}
+		c.Drivers = DefaultDrivers(c.Logger.Named("driver"))
 	}
 	if c.LogMaxFiles <= 0 {
 		c.LogMaxFiles = DefaultLogMaxFiles

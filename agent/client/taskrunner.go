@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,6 +29,10 @@ type taskRunner struct {
 	taskDir string
 	logger  hclog.Logger
 	restart *restartTracker
+
+	// recovered is the handle of this task from an earlier life of the
+	// client: the first run reattaches to it instead of starting the task.
+	recovered *driver.TaskHandle
 
 	killOnce sync.Once
 	killCh   chan struct{}
@@ -96,16 +101,27 @@ func (tr *taskRunner) run() {
 		tr.dead(tr.event(structs.TaskEventSetupFailure, err.Error(), nil), true)
 		return
 	}
-	defer stdout.Close()
-	defer stderr.Close()
-	tr.setState(tr.event(structs.TaskEventSetup, "Building Task Directory", nil), nil)
+	if stdout != nil {
+		defer stdout.Close()
+		defer stderr.Close()
+	}
+	if tr.recovered == nil {
+		tr.setState(tr.event(structs.TaskEventSetup, "Building Task Directory", nil), nil)
+	}
 
 	for {
-		if tr.killed() {
+		// A recovered task runs already: reattach, then stop it if asked.
+		if tr.killed() && tr.recovered == nil {
 			tr.dead(tr.event(structs.TaskEventKilled, "Task killed before it started", nil), false)
 			return
 		}
-		res, killed, err := tr.runOnce(stdout, stderr)
+		recovered := tr.recovered
+		tr.recovered = nil
+		var outW, errW io.Writer
+		if stdout != nil {
+			outW, errW = stdout, stderr
+		}
+		res, killed, err := tr.runOnce(outW, errW, recovered)
 		if err != nil {
 			tr.logger.Error("task failed to start", "error", err)
 			tr.dead(tr.event(structs.TaskEventDriverFailure, err.Error(), func(e *structs.TaskEvent) {
@@ -172,33 +188,69 @@ func terminatedMessage(r *driver.ExitResult) string {
 	return msg
 }
 
-// runOnce starts the task and waits for it to exit or be killed. It
-// returns a start error, or the exit result and whether it was killed.
-func (tr *taskRunner) runOnce(stdout, stderr *rotatingWriter) (*driver.ExitResult, bool, error) {
-	cfg := &driver.TaskConfig{
-		ID:        tr.ar.alloc.ID + "/" + tr.task.Name,
-		AllocID:   tr.ar.alloc.ID,
-		JobName:   tr.ar.jobName(),
-		TaskGroup: tr.ar.alloc.TaskGroup,
-		Name:      tr.task.Name,
-		Config:    tr.task.Config,
-		Env:       tr.env(),
-		TaskDir:   tr.taskDir,
-		Stdout:    stdout,
-		Stderr:    stderr,
-		Resources: tr.resources(),
+// TaskEventReattached is the event of a task found running again by a
+// restarted client.
+const TaskEventReattached = "Reattached"
+
+// taskConfig is what the driver gets to start or recover the task.
+func (tr *taskRunner) taskConfig(stdout, stderr io.Writer) *driver.TaskConfig {
+	c := tr.ar.c.cfg
+	return &driver.TaskConfig{
+		ID:             tr.ar.alloc.ID + "/" + tr.task.Name,
+		AllocID:        tr.ar.alloc.ID,
+		JobName:        tr.ar.jobName(),
+		TaskGroup:      tr.ar.alloc.TaskGroup,
+		Name:           tr.task.Name,
+		Config:         tr.task.Config,
+		Env:            tr.env(),
+		TaskDir:        tr.taskDir,
+		Stdout:         stdout,
+		Stderr:         stderr,
+		Resources:      tr.resources(),
+		LogDir:         filepath.Join(tr.taskDir, "logs"),
+		LogMaxFiles:    c.LogMaxFiles,
+		LogMaxFileSize: c.logMaxFileSizeBytes,
 	}
-	h, err := tr.drv.StartTask(cfg)
-	if err != nil {
-		return nil, false, err
+}
+
+// runOnce starts the task, or reattaches to recovered, and waits for it
+// to exit or be killed. It returns a start error, or the exit result and
+// whether it was killed. A recovered task that cannot be found again ends
+// this run with an error result, so the restart policy decides.
+func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHandle) (*driver.ExitResult, bool, error) {
+	cfg := tr.taskConfig(stdout, stderr)
+	var h *driver.TaskHandle
+	if recovered != nil {
+		if err := tr.drv.RecoverTask(recovered, cfg); err != nil {
+			tr.logger.Warn("cannot reattach to task after client restart", "error", err)
+			return &driver.ExitResult{ExitCode: -1, Err: fmt.Errorf("task lost while the client was down: %w", err)}, tr.killed(), nil
+		}
+		h = recovered
+		tr.logger.Info("reattached to task", "pid", h.PID, "container_id", h.ContainerID)
+	} else {
+		var err error
+		h, err = tr.drv.StartTask(cfg)
+		if err != nil {
+			return nil, false, err
+		}
+		if err := tr.ar.c.state.putHandle(tr.ar.alloc.ID, tr.task.Name, h); err != nil {
+			tr.logger.Error("record task handle; a client restart will not find this task", "error", err)
+		}
 	}
 	defer func() {
 		if err := tr.drv.DestroyTask(cfg.ID); err != nil {
 			tr.logger.Debug("destroy task", "error", err)
 		}
 	}()
-	tr.setState(tr.event(structs.TaskEventStarted, "Task started by client", func(e *structs.TaskEvent) {
+	evType, msg := structs.TaskEventStarted, "Task started by client"
+	if recovered != nil {
+		evType, msg = TaskEventReattached, "Task reattached by restarted client"
+	}
+	tr.setState(tr.event(evType, msg, func(e *structs.TaskEvent) {
 		e.Details = map[string]string{"pid": strconv.Itoa(h.PID)}
+		if h.ContainerID != "" {
+			e.Details["container_id"] = h.ContainerID
+		}
 	}), func(ts *structs.TaskState) {
 		ts.State = structs.TaskStateRunning
 		if ts.StartedAt == 0 {
@@ -233,12 +285,16 @@ func (tr *taskRunner) runOnce(stdout, stderr *rotatingWriter) (*driver.ExitResul
 	return res, true, nil
 }
 
-// setup builds the task directory and opens the log writers.
+// setup builds the task directory and opens the log writers. It returns
+// nil writers when the driver writes the log files itself.
 func (tr *taskRunner) setup() (stdout, stderr *rotatingWriter, err error) {
 	for _, d := range taskSubdirs {
 		if err := os.MkdirAll(filepath.Join(tr.taskDir, d), 0o700); err != nil {
 			return nil, nil, fmt.Errorf("create task directory: %w", err)
 		}
+	}
+	if lw, ok := tr.drv.(driver.LogFileWriter); ok && lw.WritesLogFiles() {
+		return nil, nil, nil
 	}
 	logDir := filepath.Join(tr.taskDir, "logs")
 	c := tr.ar.c.cfg

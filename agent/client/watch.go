@@ -3,8 +3,10 @@ package client
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"time"
 
+	"github.com/gpulayer/gpulayer/agent/driver"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -74,13 +76,28 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 				c.sync.enqueue(&structs.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: rec.ClientStatus, ClientDescription: rec.ClientDescription, TaskStates: rec.TaskStates})
 			}
 		case a.ClientTerminalStatus():
-			// Finished (or lost); never run again.
+			// Finished (or lost); never run again. Tasks an earlier life
+			// of this client left running for it are stopped.
+			if h := c.takeRecovered(a.ID); len(h) > 0 {
+				go c.stopOrphans(a.ID, h)
+			}
+		case a.DesiredStatus != structs.AllocDesiredStatusRun && c.hasRecovered(a.ID):
+			// Told to stop while this client was down, its tasks still
+			// running: reattach to them only to stop them.
+			ar := newAllocRunner(c, a.Copy())
+			ar.recovered = c.takeRecovered(a.ID)
+			ar.stopRequested = true
+			c.mu.Lock()
+			c.runners[a.ID] = ar
+			c.mu.Unlock()
+			start = append(start, ar)
 		case a.DesiredStatus != structs.AllocDesiredStatusRun:
 			// Told to stop before it ever ran here: it holds resources
 			// until reported finished, so report it complete.
 			c.sync.enqueue(&structs.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: structs.AllocClientStatusComplete, ClientDescription: "stopped before it started on this client", TaskStates: a.TaskStates})
 		default:
 			ar := newAllocRunner(c, a.Copy())
+			ar.recovered = c.takeRecovered(a.ID)
 			c.mu.Lock()
 			if c.ctx.Err() != nil {
 				c.mu.Unlock()
@@ -112,6 +129,13 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 			}
 		}
 	}
+	for id := range c.recovered {
+		if !seen[id] {
+			// Not on this node any more: stop what still runs of it.
+			go c.stopOrphans(id, c.recovered[id])
+			delete(c.recovered, id)
+		}
+	}
 	c.mu.Unlock()
 	for _, ar := range gone {
 		ar.logger.Info("allocation no longer on this node; stopping")
@@ -124,5 +148,48 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 			}
 			c.mu.Unlock()
 		}()
+	}
+}
+
+// hasRecovered reports whether an earlier life of this client recorded
+// task handles for the allocation.
+func (c *Client) hasRecovered(allocID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.recovered[allocID]) > 0
+}
+
+// takeRecovered returns and forgets the recorded task handles of an
+// allocation.
+func (c *Client) takeRecovered(allocID string) map[string]*driver.TaskHandle {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.recovered[allocID]
+	delete(c.recovered, allocID)
+	return h
+}
+
+// stopOrphans stops tasks an earlier life of this client started for an
+// allocation that must not run here any more, then forgets their handles.
+func (c *Client) stopOrphans(allocID string, handles map[string]*driver.TaskHandle) {
+	for task, h := range handles {
+		drv := c.driver(h.Driver)
+		if drv == nil {
+			continue
+		}
+		cfg := &driver.TaskConfig{ID: h.ID, AllocID: allocID, Name: task,
+			TaskDir: filepath.Join(c.cfg.DataDir, "allocs", allocID, task),
+			LogDir:  filepath.Join(c.cfg.DataDir, "allocs", allocID, task, "logs")}
+		if err := drv.RecoverTask(h, cfg); err != nil {
+			continue
+		}
+		c.logger.Info("stopping a task of an allocation no longer run here", "alloc_id", allocID, "task", task)
+		if err := drv.StopTask(h.ID, driver.DefaultKillTimeout, ""); err != nil {
+			c.logger.Warn("stop orphaned task", "alloc_id", allocID, "task", task, "error", err)
+		}
+		_ = drv.DestroyTask(h.ID)
+	}
+	if err := c.state.deleteHandles(allocID); err != nil {
+		c.logger.Warn("forget task handles", "alloc_id", allocID, "error", err)
 	}
 }

@@ -107,6 +107,14 @@ type TaskConfig struct {
 	User string
 }
 
+// LogFileWriter is implemented by drivers that write a task's rotated log
+// files themselves when TaskConfig.LogDir is set (so the files keep
+// growing while no client runs). The client then opens no writers of its
+// own for the task.
+type LogFileWriter interface {
+	WritesLogFiles() bool
+}
+
 // Signaler is implemented by drivers that can send a signal to a running
 // task (alloc signal).
 type Signaler interface {

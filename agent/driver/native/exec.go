@@ -17,9 +17,14 @@ import (
 )
 
 var (
-	_ driver.Signaler = (*Driver)(nil)
-	_ driver.Execer   = (*Driver)(nil)
+	_ driver.Signaler      = (*Driver)(nil)
+	_ driver.Execer        = (*Driver)(nil)
+	_ driver.LogFileWriter = (*Driver)(nil)
 )
+
+// WritesLogFiles reports true: given a TaskConfig.LogDir, the task's shim
+// writes the rotated log files.
+func (d *Driver) WritesLogFiles() bool { return true }
 
 // credential returns the credential to run a task as name, or nil for the
 // agent's own user (an empty name, or the agent's own user). Running as
