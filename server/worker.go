@@ -56,7 +56,9 @@ func (w *worker) run(ctx context.Context) {
 			return
 		}
 		w.eval, w.evalToken = eval, token
+		start := time.Now()
 		err = w.process(ctx, eval)
+		w.srv.serverMetrics().observeEval(time.Since(start), err)
 		switch {
 		case err != nil:
 			w.logger.Warn("evaluation failed; nacking", "eval_id", eval.ID, "job_id", eval.JobID, "error", err)
@@ -161,6 +163,7 @@ func (w *worker) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, scheduler.
 	if err != nil {
 		return nil, nil, fmt.Errorf("worker: plan result: %w", err)
 	}
+	w.srv.serverMetrics().observePlan(result)
 	if result.RefreshIndex == 0 {
 		return result, nil, nil
 	}

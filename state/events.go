@@ -241,13 +241,13 @@ func eventFromChange(c *memdb.Change, index uint64) *structs.Event {
 		a := *o
 		a.Job = nil
 		return &structs.Event{Topic: structs.TopicAllocation, Type: pick(deleted, structs.EventAllocationDeleted, structs.EventAllocationUpdated),
-			Key: o.ID, Index: index, Payload: structs.EventPayload{Allocation: &a}}
+			Key: o.ID, FilterKeys: []string{o.JobID, o.NodeID}, Index: index, Payload: structs.EventPayload{Allocation: &a}}
 	case *structs.Node:
 		return &structs.Event{Topic: structs.TopicNode, Type: pick(deleted, structs.EventNodeDeleted, structs.EventNodeUpdated),
 			Key: o.ID, Index: index, Payload: structs.EventPayload{Node: o.Stub()}}
 	case *structs.Evaluation:
 		return &structs.Event{Topic: structs.TopicEvaluation, Type: pick(deleted, structs.EventEvalDeleted, structs.EventEvalUpdated),
-			Key: o.ID, Index: index, Payload: structs.EventPayload{Evaluation: o}}
+			Key: o.ID, FilterKeys: []string{o.JobID}, Index: index, Payload: structs.EventPayload{Evaluation: o}}
 	}
 	return nil
 }

@@ -143,6 +143,7 @@ func TestEventsTopicFilter(t *testing.T) {
 		{"one job by key", []string{"Job:" + job.ID}, 4},
 		{"other job", []string{"Job:nope", "Node"}, 1},
 		{"allocs and evals", []string{"Allocation", "Evaluation"}, 6},
+		{"allocs and evals of the job by filter key", []string{"Allocation:" + job.ID, "Evaluation:" + job.ID}, 6},
 		{"all", []string{"*"}, 1 + 4 + 3*2},
 	}
 	for _, tc := range tests {

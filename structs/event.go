@@ -40,6 +40,9 @@ type Event struct {
 	Type  string
 	// Key is the ID of the changed object.
 	Key string
+	// FilterKeys are further keys a subscription may match: an
+	// allocation's job ID and node ID, an evaluation's job ID.
+	FilterKeys []string `json:",omitempty"`
 	// Index is the Raft index of the log entry that made the change.
 	Index   uint64
 	Payload EventPayload
@@ -63,7 +66,8 @@ type EventBatch struct {
 }
 
 // EventTopics filters events: a map from topic (or TopicAll) to the keys
-// wanted, where a key "*" or an empty list means every key. A nil or empty
+// wanted, matched against an event's Key and FilterKeys, where a key "*"
+// or an empty list means every key. A nil or empty
 // map wants everything.
 type EventTopics map[string][]string
 
@@ -83,6 +87,11 @@ func (t EventTopics) Matches(e *Event) bool {
 		for _, k := range keys {
 			if k == "*" || k == e.Key {
 				return true
+			}
+			for _, fk := range e.FilterKeys {
+				if k == fk {
+					return true
+				}
 			}
 		}
 	}

@@ -88,6 +88,8 @@ type handler struct {
 	self    func() map[string]interface{}
 	maxBody int64
 	mux     *http.ServeMux
+	// metrics is the Prometheus registry behind /v1/metrics (metrics.go).
+	metrics *httpMetrics
 }
 
 // New returns the API handler. It fails when both cfg.Server and
@@ -115,6 +117,9 @@ func New(cfg Config) (http.Handler, error) {
 		h.maxBody = DefaultMaxBodyBytes
 	}
 	h.routes()
+	if err := h.observabilityRoutes(); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -166,10 +171,11 @@ func (h *handler) handle(pattern string, fn apiFunc) {
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
+	route, pattern := h.mux.Handler(r)
 	defer func() {
 		h.logger.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.code(), "duration", time.Since(start))
+		h.metrics.observe(pattern, r.Method, sw.code(), time.Since(start))
 	}()
-	route, pattern := h.mux.Handler(r)
 	if pattern == "" {
 		// The mux's own 404 or 405 (with its Allow header): record the
 		// status, then answer in JSON.

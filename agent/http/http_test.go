@@ -116,7 +116,6 @@ func TestRoutes(t *testing.T) {
 		{name: "negative wait", method: "GET", path: "/v1/nodes?wait=-5s", wantCode: 400, want: "wait parameter"},
 		{name: "bad stale", method: "GET", path: "/v1/allocations?stale=perhaps", wantCode: 400, want: "stale parameter"},
 		{name: "unknown route", method: "GET", path: "/v1/nope", wantCode: 404, want: "no route for GET /v1/nope"},
-		{name: "root", method: "GET", path: "/", wantCode: 404, want: `"error"`},
 		{name: "wrong method", method: "POST", path: "/v1/job/hello-gpu", body: "{}", wantCode: 405, want: "method POST not allowed"},
 	}
 	for _, tc := range cases {

@@ -1,0 +1,111 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gpulayer/gpulayer/server"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// eventHeartbeat is how often an idle event stream sends "{}" so proxies
+// and clients can tell a quiet stream from a dead one: 10 seconds, as
+// Nomad's /v1/event/stream does.
+const eventHeartbeat = 10 * time.Second
+
+// eventSource is the part of a server that streams state changes; the
+// agent's *server.Server has it.
+type eventSource interface {
+	Events(fromIndex uint64, topics structs.EventTopics) server.EventSubscription
+}
+
+// eventStreamError is the last line of a stream that had to end early.
+type eventStreamError struct {
+	Error string
+}
+
+// eventStream handles GET /v1/event/stream: newline-delimited JSON, one
+// {"Index": N, "Events": [...]} line per Raft index with matching events,
+// and "{}" every eventHeartbeat while idle. Parameters: ?index=N streams
+// the events after Raft index N (absent or 0: from now on), and each
+// ?topic=Topic or ?topic=Topic:key (Job, Allocation, Node, Evaluation,
+// Deployment, or * for all) narrows the stream; none means all. An index
+// whose events are no longer held is refused with 410 Gone before the
+// stream starts, or ends the stream with an {"Error": "..."} line when the
+// reader falls that far behind later.
+func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
+	src, ok := h.srv.(eventSource)
+	if !ok {
+		h.writeError(w, r, &codedError{code: http.StatusNotImplemented, msg: "this server does not publish events"})
+		return
+	}
+	var from uint64
+	if s := r.URL.Query().Get("index"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			h.writeError(w, r, badRequest("invalid index parameter %q: want a non-negative integer", s))
+			return
+		}
+		from = v
+	}
+	topics, err := structs.ParseEventTopics(r.URL.Query()["topic"])
+	if err != nil {
+		h.writeError(w, r, badRequest("invalid topic parameter: %v", err))
+		return
+	}
+	sub := src.Events(from, topics)
+
+	// Probe before committing to a 200: an expired context makes Next
+	// return at once, with a batch already held, the truncation error, or
+	// the context error when there is nothing yet.
+	expired, cancel := context.WithCancel(r.Context())
+	cancel()
+	first, err := sub.Next(expired)
+	if errors.Is(err, server.ErrEventsTruncated) {
+		h.writeError(w, r, &codedError{code: http.StatusGone, msg: err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	send := func(v interface{}) bool {
+		if err := enc.Encode(v); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	if first != nil {
+		if !send(first) {
+			return
+		}
+	} else if !send(struct{}{}) {
+		return
+	}
+	for {
+		ctx, cancel := context.WithTimeout(r.Context(), eventHeartbeat)
+		batch, err := sub.Next(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			if !send(batch) {
+				return
+			}
+		case r.Context().Err() != nil:
+			return
+		case errors.Is(err, context.DeadlineExceeded):
+			if !send(struct{}{}) {
+				return
+			}
+		default:
+			h.logger.Debug("event stream ended", "error", err, "index", sub.Index())
+			send(eventStreamError{Error: err.Error()})
+			return
+		}
+	}
+}

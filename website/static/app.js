@@ -1,0 +1,385 @@
+// GPUlayer UI behaviour, plain JavaScript (no build, no framework).
+//  - Live updates: the page subscribes to /v1/event/stream from the Raft
+//    index it was rendered at, for the topics it shows; on each batch it
+//    re-fetches itself and swaps every [data-live] section by id.
+//  - Logs: <pre data-log-alloc> elements follow a task's log through
+//    /v1/client/fs/logs/... with follow=true; text is only ever added with
+//    text nodes, so task output can never become markup.
+//  - Actions: stop/purge a job, restart an allocation, plan and run HCL.
+//  - Token: kept in localStorage and sent as X-Gpulayer-Token.
+(function () {
+  'use strict';
+
+  var TOKEN_KEY = 'gpulayer-token';
+
+  function token() {
+    try { return localStorage.getItem(TOKEN_KEY) || ''; } catch (e) { return ''; }
+  }
+
+  function headers(extra) {
+    var h = {};
+    if (extra) { for (var k in extra) { h[k] = extra[k]; } }
+    var t = token();
+    if (t) { h['X-Gpulayer-Token'] = t; }
+    return h;
+  }
+
+  function flash(msg, bad) {
+    var el = document.getElementById('flash');
+    if (!el) { return; }
+    el.textContent = msg;
+    el.className = bad ? 'bad' : '';
+    el.hidden = false;
+    clearTimeout(flash.timer);
+    flash.timer = setTimeout(function () { el.hidden = true; }, 5000);
+  }
+
+  function showToken() {
+    var d = document.getElementById('token-dialog');
+    if (d) { d.hidden = false; document.getElementById('token-input').focus(); }
+  }
+
+  // api calls the HTTP API and resolves to the decoded JSON body; a non-2xx
+  // answer rejects with an Error carrying .status and the API's message.
+  function api(method, path, body) {
+    var opts = { method: method, headers: headers(body === undefined ? null : { 'Content-Type': 'application/json' }) };
+    if (body !== undefined) { opts.body = JSON.stringify(body); }
+    return fetch(path, opts).then(function (resp) {
+      return resp.text().then(function (text) {
+        var data = null;
+        try { data = text ? JSON.parse(text) : null; } catch (e) { data = text; }
+        if (resp.status === 403) { showToken(); }
+        if (!resp.ok) {
+          var msg = (data && data.error) ? data.error : (typeof data === 'string' && data ? data : resp.status + ' ' + resp.statusText);
+          var err = new Error(msg);
+          err.status = resp.status;
+          throw err;
+        }
+        return data;
+      });
+    });
+  }
+
+  // ---- live refresh -------------------------------------------------------
+
+  var refreshTimer = null;
+  var refreshing = false;
+
+  function scheduleRefresh() {
+    if (refreshTimer) { return; }
+    refreshTimer = setTimeout(function () { refreshTimer = null; refresh(); }, 150);
+  }
+
+  function refresh() {
+    if (refreshing) { scheduleRefresh(); return; }
+    refreshing = true;
+    fetch(location.pathname + location.search, { headers: headers({ 'X-Gpulayer-Partial': '1' }) })
+      .then(function (resp) { return resp.text().then(function (t) { return { ok: resp.ok, text: t }; }); })
+      .then(function (r) {
+        var doc = new DOMParser().parseFromString(r.text, 'text/html');
+        var fresh = doc.querySelectorAll('[data-live]');
+        for (var i = 0; i < fresh.length; i++) {
+          var cur = document.getElementById(fresh[i].id);
+          if (cur) { cur.replaceWith(document.importNode(fresh[i], true)); }
+        }
+        document.body.dispatchEvent(new CustomEvent('gpulayer:refreshed'));
+      })
+      .catch(function () { /* the next event or retry refreshes again */ })
+      .then(function () { refreshing = false; });
+  }
+
+  function setLive(on, text) {
+    var el = document.getElementById('live-status');
+    if (!el) { return; }
+    el.classList.toggle('off', !on);
+    el.textContent = text;
+  }
+
+  // readLines streams a fetch body and calls onLine for each complete line.
+  function readLines(resp, onLine) {
+    var reader = resp.body.getReader();
+    var dec = new TextDecoder();
+    var buf = '';
+    function pump() {
+      return reader.read().then(function (r) {
+        if (r.done) { return; }
+        buf += dec.decode(r.value, { stream: true });
+        var nl;
+        while ((nl = buf.indexOf('\n')) >= 0) {
+          var line = buf.slice(0, nl);
+          buf = buf.slice(nl + 1);
+          if (line.trim()) { onLine(line); }
+        }
+        return pump();
+      });
+    }
+    return pump();
+  }
+
+  function streamEvents() {
+    var topics = (document.body.dataset.streamTopics || '').split(',').filter(Boolean);
+    if (!topics.length) { return; }
+    var index = document.body.dataset.streamIndex || '0';
+    var failures = 0;
+    function connect() {
+      var q = 'index=' + encodeURIComponent(index) + topics.map(function (t) { return '&topic=' + encodeURIComponent(t); }).join('');
+      fetch('/v1/event/stream?' + q, { headers: headers() }).then(function (resp) {
+        if (resp.status === 410) {
+          // Too far behind: re-read the page and stream from now.
+          index = '0';
+          refresh();
+          throw new Error('event stream restarted');
+        }
+        if (!resp.ok) { throw new Error('event stream: ' + resp.status); }
+        failures = 0;
+        setLive(true, 'live updates');
+        return readLines(resp, function (line) {
+          var msg;
+          try { msg = JSON.parse(line); } catch (e) { return; }
+          if (msg.Index) {
+            index = String(msg.Index);
+            scheduleRefresh();
+          } else if (msg.Error) {
+            index = '0';
+            refresh();
+          }
+        });
+      }).catch(function () { failures++; }).then(function () {
+        setLive(false, 'reconnecting…');
+        setTimeout(connect, Math.min(500 * Math.pow(2, failures), 10000));
+      });
+    }
+    connect();
+  }
+
+  // ---- logs ---------------------------------------------------------------
+
+  function followLog(pre) {
+    if (pre.abort) { pre.abort.abort(); }
+    var ctl = new AbortController();
+    pre.abort = ctl;
+    pre.textContent = '';
+    var url = '/v1/client/fs/logs/' + encodeURIComponent(pre.dataset.logAlloc) +
+      '?task=' + encodeURIComponent(pre.dataset.logTask) + '&type=' + encodeURIComponent(pre.dataset.logType) +
+      '&follow=true&plain=true';
+    var attempt = 0;
+    function open() {
+      fetch(url, { headers: headers(), signal: ctl.signal }).then(function (resp) {
+        if (!resp.ok) {
+          return resp.text().then(function (t) { throw new Error(t); });
+        }
+        var reader = resp.body.getReader();
+        var dec = new TextDecoder();
+        function pump() {
+          return reader.read().then(function (r) {
+            if (r.done) { return; }
+            var atBottom = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+            pre.appendChild(document.createTextNode(dec.decode(r.value, { stream: true })));
+            if (atBottom) { pre.scrollTop = pre.scrollHeight; }
+            return pump();
+          });
+        }
+        return pump();
+      }).catch(function (e) {
+        if (ctl.signal.aborted) { return; }
+        // The task may not have started yet: retry a few times.
+        if (attempt++ < 20) { setTimeout(function () { pre.textContent = ''; open(); }, 1000); return; }
+        pre.appendChild(document.createTextNode('\n[log unavailable: ' + e.message + ']'));
+      });
+    }
+    open();
+  }
+
+  // ---- actions ------------------------------------------------------------
+
+  function stopJob(id, purge) {
+    var what = purge ? 'Stop and purge job ' + id + '?' : 'Stop job ' + id + '?';
+    if (!window.confirm(what)) { return; }
+    api('DELETE', '/v1/job/' + encodeURIComponent(id) + (purge ? '?purge=true' : ''))
+      .then(function () {
+        flash('Job ' + id + (purge ? ' stopped and purged' : ' stopped'));
+        if (purge) { location.href = '/ui/jobs'; } else { scheduleRefresh(); }
+      })
+      .catch(function (e) { flash('Stop failed: ' + e.message, true); });
+  }
+
+  function restartAlloc(id) {
+    api('PUT', '/v1/allocation/' + encodeURIComponent(id) + '/restart', {})
+      .then(function () { flash('Restarting allocation ' + id.slice(0, 8)); scheduleRefresh(); })
+      .catch(function (e) { flash('Restart failed: ' + e.message, true); });
+  }
+
+  // ---- run page -----------------------------------------------------------
+
+  var planned = null;
+
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined && text !== null) { e.textContent = String(text); }
+    if (cls) { e.className = cls; }
+    return e;
+  }
+
+  function jobSummary(job) {
+    var box = el('div');
+    var dl = el('dl', null, 'facts');
+    [['Job', job.ID], ['Name', job.Name], ['Type', job.Type], ['Priority', job.Priority], ['Datacenters', (job.Datacenters || []).join(', ')]].forEach(function (kv) {
+      var d = el('div');
+      d.appendChild(el('dt', kv[0]));
+      d.appendChild(el('dd', kv[1] === undefined ? '' : kv[1]));
+      dl.appendChild(d);
+    });
+    box.appendChild(dl);
+    (job.TaskGroups || []).forEach(function (g) {
+      var p = el('p');
+      p.appendChild(el('strong', 'Group ' + g.Name));
+      var tasks = (g.Tasks || []).map(function (t) {
+        var r = t.Resources || {};
+        var devs = (r.Devices || []).map(function (d) { return (d.Count || 1) + '× ' + d.Name; }).join(', ');
+        return t.Name + ' (' + t.Driver + ', ' + (r.CPU || 0) + ' MHz, ' + (r.MemoryMB || 0) + ' MiB' + (devs ? ', ' + devs : '') + ')';
+      }).join('; ');
+      p.appendChild(document.createTextNode(' × ' + (g.Count === undefined ? 1 : g.Count) + ': ' + tasks));
+      box.appendChild(p);
+    });
+    return box;
+  }
+
+  function planView(plan) {
+    var box = el('div');
+    var failed = plan.FailedTGAllocs || {};
+    var names = Object.keys(failed);
+    if (plan.Annotations && plan.Annotations.DesiredTGUpdates) {
+      var d = plan.Annotations.DesiredTGUpdates;
+      Object.keys(d).forEach(function (g) {
+        var u = d[g];
+        var parts = Object.keys(u).filter(function (k) { return u[k]; }).map(function (k) { return u[k] + ' ' + k.toLowerCase(); });
+        box.appendChild(el('p', 'Group ' + g + ': ' + (parts.join(', ') || 'no change')));
+      });
+    }
+    if (names.length) {
+      names.forEach(function (g) {
+        var m = failed[g] || {};
+        var p = el('div', null, 'failure');
+        p.appendChild(el('p', 'Group ' + g + ' would not be placed: ' + (m.NodesEvaluated || 0) + ' nodes evaluated, ' + (m.NodesFiltered || 0) + ' filtered, ' + (m.NodesExhausted || 0) + ' exhausted.'));
+        var ul = el('ul');
+        [m.ConstraintFiltered || {}, m.DimensionExhausted || {}].forEach(function (mm) {
+          Object.keys(mm).forEach(function (k) { ul.appendChild(el('li', k + ': ' + mm[k] + ' nodes')); });
+        });
+        p.appendChild(ul);
+        box.appendChild(p);
+      });
+    } else {
+      box.appendChild(el('p', 'Every group can be placed.'));
+    }
+    var pre = el('pre', JSON.stringify(plan, null, 2));
+    var details = el('details');
+    details.appendChild(el('summary', 'Full plan response'));
+    details.appendChild(pre);
+    box.appendChild(details);
+    return box;
+  }
+
+  function showPlan(title, note, body, isError) {
+    document.getElementById('plan-output').hidden = false;
+    document.getElementById('plan-title').textContent = title;
+    document.getElementById('plan-note').textContent = note || '';
+    var b = document.getElementById('plan-body');
+    b.textContent = '';
+    if (isError) { b.appendChild(el('pre', body, 'error')); } else { b.appendChild(body); }
+  }
+
+  function doPlan() {
+    var hcl = document.getElementById('hcl').value;
+    var runBtn = document.getElementById('run-button');
+    runBtn.disabled = true;
+    planned = null;
+    api('POST', '/v1/jobs/parse', { JobHCL: hcl, Filename: 'job.hcl' }).then(function (job) {
+      planned = job;
+      return api('PUT', '/v1/job/' + encodeURIComponent(job.ID) + '/plan', { Job: job, Diff: true })
+        .then(function (plan) {
+          showPlan('Plan for ' + job.ID, 'What the scheduler would do now (nothing has been submitted).', planView(plan));
+        }, function (e) {
+          if (e.status === 404 || e.status === 405) {
+            var box = jobSummary(job);
+            showPlan('Parsed job ' + job.ID, 'This server has no plan endpoint yet: showing the parsed job instead of a placement plan.', box);
+            return;
+          }
+          throw e;
+        });
+    }).then(function () {
+      if (planned) { runBtn.disabled = false; }
+    }).catch(function (e) {
+      showPlan('Cannot plan this job', '', e.message, true);
+    });
+  }
+
+  function doRun() {
+    if (!planned) { return; }
+    var id = planned.ID;
+    document.getElementById('run-button').disabled = true;
+    api('PUT', '/v1/jobs', { Job: planned }).then(function (resp) {
+      flash('Submitted ' + id + ' (evaluation ' + String(resp.EvalID || '').slice(0, 8) + ')');
+      location.href = '/ui/job/' + encodeURIComponent(id);
+    }).catch(function (e) {
+      document.getElementById('run-button').disabled = false;
+      showPlan('Submit failed', '', e.message, true);
+    });
+  }
+
+  // ---- wiring ---------------------------------------------------------------
+
+  document.addEventListener('click', function (ev) {
+    var t = ev.target.closest('[data-action]');
+    if (!t || t.tagName === 'FORM') { return; }
+    switch (t.dataset.action) {
+      case 'stop-job': stopJob(t.dataset.job, false); break;
+      case 'purge-job': stopJob(t.dataset.job, true); break;
+      case 'restart-alloc': restartAlloc(t.dataset.alloc); break;
+      case 'run': doRun(); break;
+      case 'token':
+        var d = document.getElementById('token-dialog');
+        d.hidden = !d.hidden;
+        break;
+      case 'clear-token':
+        try { localStorage.removeItem(TOKEN_KEY); } catch (e) { /* private mode */ }
+        document.getElementById('token-input').value = '';
+        flash('Token cleared');
+        break;
+      case 'log-type':
+        var pre = document.getElementById(t.dataset.target);
+        pre.dataset.logType = t.dataset.type;
+        t.parentNode.querySelectorAll('[data-action="log-type"]').forEach(function (b) { b.setAttribute('aria-pressed', String(b === t)); });
+        followLog(pre);
+        break;
+      default: return;
+    }
+    ev.preventDefault();
+  });
+
+  document.addEventListener('submit', function (ev) {
+    var f = ev.target;
+    if (f.dataset.action === 'plan') { ev.preventDefault(); doPlan(); }
+    if (f.dataset.action === 'save-token') {
+      ev.preventDefault();
+      try { localStorage.setItem(TOKEN_KEY, document.getElementById('token-input').value); } catch (e) { /* private mode */ }
+      document.getElementById('token-dialog').hidden = true;
+      flash('Token saved');
+    }
+  });
+
+  document.addEventListener('DOMContentLoaded', function () {
+    var file = document.getElementById('hcl-file');
+    if (file) {
+      file.addEventListener('change', function () {
+        if (!file.files.length) { return; }
+        file.files[0].text().then(function (t) {
+          document.getElementById('hcl').value = t;
+          document.getElementById('run-button').disabled = true;
+        });
+      });
+      document.getElementById('hcl').addEventListener('input', function () { document.getElementById('run-button').disabled = true; });
+    }
+    document.querySelectorAll('pre[data-log-alloc]').forEach(followLog);
+    streamEvents();
+  });
+})();
