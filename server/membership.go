@@ -434,12 +434,13 @@ func (s *Server) Members() []Member {
 
 // Join asks memberlist to contact the given gossip addresses ("host" or
 // "host:port"; the port defaults to this server's gossip port) and returns
-// how many it reached. It returns an error wrapping ErrNoGossip without
-// gossip, one wrapping structs.ErrInvalid for an empty list, and
+// how many it reached. It returns an error wrapping ErrNoGossip and
+// structs.ErrInvalid without gossip, one wrapping structs.ErrInvalid for
+// an empty list, and
 // memberlist's error when none could be reached.
 func (s *Server) Join(addrs []string) (int, error) {
 	if s.members == nil {
-		return 0, fmt.Errorf("join: %w", ErrNoGossip)
+		return 0, fmt.Errorf("join: %w: %w", structs.ErrInvalid, ErrNoGossip)
 	}
 	if len(addrs) == 0 {
 		return 0, fmt.Errorf("join: %w: no addresses", structs.ErrInvalid)

@@ -88,6 +88,11 @@ type handler struct {
 	self    func() map[string]interface{}
 	maxBody int64
 	mux     *http.ServeMux
+	// cluster and fwd serve the HA routes and forward writes to the
+	// leader when the server implements ClusterServer (cluster.go,
+	// forward.go); nil otherwise.
+	cluster ClusterServer
+	fwd     *forwarder
 	// metrics is the Prometheus registry behind /v1/metrics (metrics.go).
 	metrics *httpMetrics
 }
@@ -131,6 +136,7 @@ func (h *handler) routes() {
 		return
 	}
 	h.nodeRoutes()
+	h.clusterRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs/parse", h.jobParse)
@@ -185,6 +191,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sw.Header().Set("Allow", allow)
 		}
 		h.writeError(sw, r, routeError(rec.status, r))
+		return
+	}
+	if h.maybeForward(sw, r, pattern) {
 		return
 	}
 	h.mux.ServeHTTP(sw, r)

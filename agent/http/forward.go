@@ -1,0 +1,151 @@
+package http
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// HeaderForwarded marks a request one server forwarded to the leader. A
+// server that is not the leader answers such a request with 503 instead
+// of forwarding it again, so a leadership change cannot loop a request
+// between servers.
+const HeaderForwarded = "X-Gpulayer-Forwarded"
+
+// leaderRoutes are the routes that change cluster state: on a follower
+// they are forwarded to the leader. A new write route must be added here.
+var leaderRoutes = map[string]bool{
+	"PUT /v1/jobs":                   true,
+	"POST /v1/jobs":                  true,
+	"DELETE /v1/job/{id}":            true,
+	"PUT /v1/node/register":          true,
+	"PUT /v1/node/{id}/heartbeat":    true,
+	"POST /v1/node/{id}/allocations": true,
+	"DELETE /v1/operator/raft/peer":  true,
+	"PUT /v1/operator/snapshot":      true,
+	"GET /v1/operator/snapshot":      true, // unless ?stale
+}
+
+// consistentRoutes are reads that answer from the local state unless the
+// request asks for a consistent read (?consistent, or ?stale=false): then
+// the leader answers after confirming its leadership with a quorum.
+var consistentRoutes = map[string]bool{
+	"GET /v1/jobs":                        true,
+	"GET /v1/job/{id}":                    true,
+	"GET /v1/job/{id}/allocations":        true,
+	"GET /v1/job/{id}/evaluations":        true,
+	"GET /v1/allocations":                 true,
+	"GET /v1/allocation/{id}":             true,
+	"GET /v1/evaluation/{id}":             true,
+	"GET /v1/nodes":                       true,
+	"GET /v1/node/{id}":                   true,
+	"GET /v1/node/{id}/allocations":       true,
+	"GET /v1/operator/raft/configuration": true,
+}
+
+// forwarder proxies requests to the leader's HTTP API.
+type forwarder struct {
+	h         *handler
+	transport *http.Transport
+}
+
+func newForwarder(h *handler) *forwarder {
+	return &forwarder{h: h, transport: &http.Transport{
+		Proxy:                 nil, // servers talk directly
+		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   64,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 0, // blocking queries may wait up to 10 minutes
+	}}
+}
+
+// wantsConsistent reports whether a read asks for a consistent answer:
+// ?consistent (any value but false) or an explicit ?stale=false.
+func wantsConsistent(r *http.Request) bool {
+	q := r.URL.Query()
+	if q.Has("consistent") {
+		v := q.Get("consistent")
+		if b, err := strconv.ParseBool(v); v == "" || err != nil || b {
+			return true
+		}
+	}
+	if q.Has("stale") {
+		if b, err := strconv.ParseBool(q.Get("stale")); err == nil && !b {
+			return true
+		}
+	}
+	return false
+}
+
+// maybeForward decides where the request matched by pattern runs. It
+// returns true when it answered the request: forwarded it to the leader,
+// or refused it with 503 (no leader known, a forwarded request that reached
+// a follower, or a consistent read on a leader that lost its quorum). It
+// returns false when the local handler should run: this server leads, or
+// the route may answer from local state.
+func (h *handler) maybeForward(w http.ResponseWriter, r *http.Request, pattern string) bool {
+	if h.cluster == nil {
+		return false
+	}
+	leaderOnly := leaderRoutes[pattern]
+	if pattern == "GET /v1/operator/snapshot" {
+		if stale, err := parseBool(r, "stale"); err == nil && stale {
+			leaderOnly = false
+		}
+	}
+	consistent := consistentRoutes[pattern] && wantsConsistent(r)
+	if !leaderOnly && !consistent {
+		return false
+	}
+	if h.cluster.IsLeader() {
+		if consistent {
+			if err := h.cluster.VerifyLeader(r.Context()); err != nil {
+				h.writeError(w, r, err)
+				return true
+			}
+		}
+		return false
+	}
+	if r.Header.Get(HeaderForwarded) != "" {
+		h.writeError(w, r, fmt.Errorf("forwarded request reached a server that is not the leader (leadership is changing; retry): %w", structs.ErrNotLeader))
+		return true
+	}
+	addr := h.cluster.LeaderHTTPAddr()
+	if addr == "" {
+		h.writeError(w, r, fmt.Errorf("cannot forward to the leader: its HTTP address is unknown: %w", structs.ErrNoLeader))
+		return true
+	}
+	h.fwd.proxy(w, r, addr)
+	return true
+}
+
+// proxy sends r to the leader at addr ("host:port") and copies the answer
+// back, streaming (blocking queries, snapshots).
+func (f *forwarder) proxy(w http.ResponseWriter, r *http.Request, addr string) {
+	target := &url.URL{Scheme: "http", Host: addr}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.SetXForwarded()
+			pr.Out.Header.Set(HeaderForwarded, "1")
+		},
+		Transport:     f.transport,
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(err, r.Context().Err()) {
+				return // the caller went away
+			}
+			f.h.writeError(w, r, fmt.Errorf("forward to the leader at %s: %v: %w", addr, err, structs.ErrNoLeader))
+		},
+	}
+	f.h.logger.Debug("forwarding to the leader", "method", r.Method, "path", r.URL.Path, "leader", addr)
+	rp.ServeHTTP(w, r)
+}
