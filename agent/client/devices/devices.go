@@ -28,11 +28,19 @@ type GPU struct {
 	DriverVersion string
 	// CUDAVersion is "major.minor" of the driver's CUDA API, e.g. "12.4".
 	CUDAVersion string
+	// MIGEnabled marks a GPU with MIG mode on: it is not schedulable
+	// itself; its MIG slices are listed as GPUs of their own.
+	MIGEnabled bool
+	// MIGParent is, for a MIG slice, the UUID of its GPU; its UUID is the
+	// slice's "MIG-…" UUID and Name "<model> MIG <profile>".
+	MIGParent string
 }
 
 // Group puts identical GPUs (same model, memory, compute capability,
 // driver and CUDA version) into one structs.DeviceGroup each, with one
-// healthy instance per GPU, ordered by model name then PCI bus ID.
+// healthy instance per GPU, ordered by model name then PCI bus ID. A GPU
+// with MIG enabled is left out (only its slices can be scheduled); groups
+// of MIG slices carry the attribute mig = true.
 func Group(gpus []GPU) []*structs.DeviceGroup {
 	type key struct {
 		name, cc, drv, cuda string
@@ -48,6 +56,9 @@ func Group(gpus []GPU) []*structs.DeviceGroup {
 		return sorted[i].PCIBusID < sorted[j].PCIBusID
 	})
 	for _, g := range sorted {
+		if g.MIGEnabled {
+			continue
+		}
 		k := key{g.Name, g.ComputeCapability, g.DriverVersion, g.CUDAVersion, g.MemoryMiB}
 		grp, ok := byKey[k]
 		if !ok {
@@ -62,6 +73,9 @@ func Group(gpus []GPU) []*structs.DeviceGroup {
 					"cuda_version":       structs.NewStringAttribute(g.CUDAVersion),
 					"memory_model":       structs.NewStringAttribute(structs.MemoryModelDiscrete),
 				},
+			}
+			if g.MIGParent != "" {
+				grp.Attributes["mig"] = structs.NewBoolAttribute(true)
 			}
 			byKey[k] = grp
 			order = append(order, k)

@@ -15,8 +15,8 @@ import (
 // returns an error wrapping ErrUnavailable when libnvidia-ml cannot be
 // loaded or initialised (no driver, no GPU), and nil groups with a nil
 // error when NVML works but reports no device. A device whose details
-// cannot be read is reported unhealthy with the reason. MIG is not
-// handled yet.
+// cannot be read is reported unhealthy with the reason. A GPU with MIG
+// mode on is replaced by its MIG slices (see Group).
 func Detect() ([]*structs.DeviceGroup, error) {
 	if ret := nvml.Init(); ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("%w: %s", ErrUnavailable, nvml.ErrorString(ret))
@@ -44,8 +44,10 @@ func Detect() ([]*structs.DeviceGroup, error) {
 			broken = append(broken, &structs.DeviceInstance{ID: fmt.Sprintf("GPU-index-%d", i), Healthy: false, HealthDescription: err.Error()})
 			continue
 		}
-		g.DriverVersion, g.CUDAVersion = driverVersion, cudaVersion
-		gpus = append(gpus, g)
+		for _, one := range g {
+			one.DriverVersion, one.CUDAVersion = driverVersion, cudaVersion
+			gpus = append(gpus, one)
+		}
 	}
 	groups := Group(gpus)
 	if len(broken) > 0 {
@@ -60,21 +62,58 @@ func Detect() ([]*structs.DeviceGroup, error) {
 	return groups, nil
 }
 
-func readDevice(i int) (GPU, error) {
+// readDevice returns the GPU at index i and, when MIG mode is on, its MIG
+// slices after it.
+func readDevice(i int) ([]GPU, error) {
 	dev, ret := nvml.DeviceGetHandleByIndex(i)
 	if ret != nvml.SUCCESS {
-		return GPU{}, fmt.Errorf("device %d: handle: %s", i, nvml.ErrorString(ret))
+		return nil, fmt.Errorf("device %d: handle: %s", i, nvml.ErrorString(ret))
 	}
+	g, err := readOne(dev, fmt.Sprintf("device %d", i))
+	if err != nil {
+		return nil, err
+	}
+	out := []GPU{g}
+	if cur, _, ret := dev.GetMigMode(); ret != nvml.SUCCESS || cur != nvml.DEVICE_MIG_ENABLE {
+		return out, nil
+	}
+	out[0].MIGEnabled = true
+	n, ret := dev.GetMaxMigDeviceCount()
+	if ret != nvml.SUCCESS {
+		return out, nil
+	}
+	for j := 0; j < n; j++ {
+		mig, ret := dev.GetMigDeviceHandleByIndex(j)
+		if ret != nvml.SUCCESS {
+			continue // no slice at this index
+		}
+		s, err := readOne(mig, fmt.Sprintf("device %d MIG %d", i, j))
+		if err != nil {
+			continue
+		}
+		s.MIGParent = g.UUID
+		s.PCIBusID = g.PCIBusID
+		if s.ComputeCapability == "" {
+			s.ComputeCapability = g.ComputeCapability
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// readOne reads a GPU's or MIG slice's identity and memory.
+func readOne(dev nvml.Device, what string) (GPU, error) {
 	var g GPU
+	var ret nvml.Return
 	if g.UUID, ret = dev.GetUUID(); ret != nvml.SUCCESS {
-		return GPU{}, fmt.Errorf("device %d: uuid: %s", i, nvml.ErrorString(ret))
+		return GPU{}, fmt.Errorf("%s: uuid: %s", what, nvml.ErrorString(ret))
 	}
 	if g.Name, ret = dev.GetName(); ret != nvml.SUCCESS {
-		return GPU{}, fmt.Errorf("device %d: name: %s", i, nvml.ErrorString(ret))
+		return GPU{}, fmt.Errorf("%s: name: %s", what, nvml.ErrorString(ret))
 	}
 	mem, ret := dev.GetMemoryInfo()
 	if ret != nvml.SUCCESS {
-		return GPU{}, fmt.Errorf("device %d: memory: %s", i, nvml.ErrorString(ret))
+		return GPU{}, fmt.Errorf("%s: memory: %s", what, nvml.ErrorString(ret))
 	}
 	g.MemoryMiB = int64(mem.Total / (1024 * 1024))
 	if major, minor, ret := dev.GetCudaComputeCapability(); ret == nvml.SUCCESS {
