@@ -310,3 +310,6 @@ func TestClusterRoutes_AbsentWithoutClusterServer(t *testing.T) {
 		t.Fatalf("plain server write: %d %s", resp.StatusCode, body)
 	}
 }
+
+// *server.Server serves the HA routes.
+var _ ClusterServer = (*server.Server)(nil)
