@@ -78,6 +78,11 @@ func (ar *allocRunner) run() {
 		tr := newTaskRunner(ar, t, drv, tg.RestartPolicy)
 		tr.recovered = ar.recovered[t.Name]
 		ar.tasks[t.Name] = tr
+		if prev := ar.alloc.TaskStates[t.Name]; tr.recovered != nil && prev != nil {
+			// Reattaching: keep the task's history as last reported.
+			ar.taskStates[t.Name] = prev.Copy()
+			continue
+		}
 		ar.taskStates[t.Name] = &structs.TaskState{
 			State:  structs.TaskStatePending,
 			Events: []*structs.TaskEvent{{Type: structs.TaskEventReceived, Time: time.Now().UnixNano(), Message: "Task received by client", DisplayMessage: "Task received by client"}},

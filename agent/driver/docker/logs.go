@@ -20,9 +20,10 @@ import (
 )
 
 // sinceSaveInterval is how often the log position is saved while a
-// container writes. After a client restart, lines written after the last
-// save and before the restart are copied again: output is never lost, and
-// at most this much of it may appear twice.
+// container writes without pause (it is saved at once whenever the copy
+// catches up). After a client restart, lines copied after the last save
+// are copied again: output is never lost, and only what a fast writer
+// wrote in this interval before the client died may appear twice.
 const sinceSaveInterval = 250 * time.Millisecond
 
 // sincePath is the file under the task's log directory holding the
@@ -69,10 +70,12 @@ func (d *Driver) streamLogs(t *task, cfg *driver.TaskConfig, since string) {
 	}
 	defer rc.Close()
 	sp := sincePath(cfg)
-	var mu sync.Mutex
+	var mu, saveMu sync.Mutex
 	last := ""
 	saved := ""
 	save := func() {
+		saveMu.Lock()
+		defer saveMu.Unlock()
 		mu.Lock()
 		l := last
 		mu.Unlock()
@@ -98,7 +101,8 @@ func (d *Driver) streamLogs(t *task, cfg *driver.TaskConfig, since string) {
 			}
 		}
 	}()
-	err = demuxTimestamped(bufio.NewReaderSize(rc, 64<<10), func(stream byte, ts string, line []byte) error {
+	br := bufio.NewReaderSize(rc, 64<<10)
+	err = demuxTimestamped(br, func(stream byte, ts string, line []byte) error {
 		if !sinceT.IsZero() {
 			if at, err := time.Parse(time.RFC3339Nano, ts); err == nil && !at.After(sinceT) {
 				return nil
@@ -114,6 +118,11 @@ func (d *Driver) streamLogs(t *task, cfg *driver.TaskConfig, since string) {
 		mu.Lock()
 		last = ts
 		mu.Unlock()
+		if br.Buffered() == 0 {
+			// Nothing more to copy now: save the position at once, so
+			// a task that writes now and then is never copied twice.
+			save()
+		}
 		return nil
 	})
 	close(stop)

@@ -7,6 +7,7 @@
 //	sleep SECONDS    print "ready", sleep, print "done", exit 0
 //	lines N SIZE     print N lines of SIZE bytes of JSON, exit 0
 //	append FILE      append one line to FILE, exit 0
+//	waitfile FILE    print "ready", wait until FILE exists, print "done", exit 0
 package main
 
 import (
@@ -65,6 +66,15 @@ func main() {
 		}
 		fmt.Fprintln(f, "ran once")
 		f.Close()
+	case "waitfile":
+		fmt.Println("ready")
+		for {
+			if _, err := os.Stat(args[0]); err == nil {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		fmt.Println("done")
 	default:
 		fmt.Fprintf(os.Stderr, "unknown mode %q\n", os.Args[1])
 		os.Exit(2)
