@@ -91,6 +91,9 @@ type pageBase struct {
 	// StreamTopics are the event topics that make the page stale, e.g.
 	// "Job:example"; none means a static page.
 	StreamTopics []string
+	// PollMillis, when positive, re-reads the page that often, for figures
+	// no event announces (GPU telemetry, Raft statistics).
+	PollMillis int
 }
 
 // base returns the layout data of a page.

@@ -40,6 +40,18 @@ type allocView struct {
 	Tasks                                 []taskStateRow
 }
 
+// pollMillis is the local client's GPU sampling period in milliseconds
+// (5000 without a client), so pages with telemetry re-read as often as it
+// changes.
+func (u *ui) pollMillis() int {
+	if ds, ok := u.h.client.(deviceStatser); ok && u.h.client != nil {
+		if st := ds.DeviceStats(); st != nil && st.IntervalSeconds > 0 {
+			return int(st.IntervalSeconds * 1000)
+		}
+	}
+	return 5000
+}
+
 // localStats returns the local client's telemetry when it is for nodeID.
 func (u *ui) localStats(nodeID string) map[string]*structs.DeviceStats {
 	ds, ok := u.h.client.(deviceStatser)
@@ -64,7 +76,7 @@ func (u *ui) allocPage(r *http.Request) (string, pageData, error) {
 		return "", nil, err
 	}
 	v := &allocView{
-		pageBase:           pageBase{Nav: "jobs", StreamTopics: []string{structs.TopicAllocation + ":" + a.ID}},
+		pageBase:           pageBase{Nav: "jobs", StreamTopics: []string{structs.TopicAllocation + ":" + a.ID}, PollMillis: u.pollMillis()},
 		Row:                u.allocRow(a, u.canRestart()),
 		DesiredDescription: a.DesiredDescription, ClientDescription: a.ClientDescription,
 	}
@@ -210,7 +222,7 @@ func (u *ui) nodesPage(r *http.Request) (string, pageData, error) {
 			}
 		}
 	}
-	v := &nodesView{pageBase: pageBase{Nav: "nodes", StreamTopics: []string{structs.TopicNode, structs.TopicAllocation}}}
+	v := &nodesView{pageBase: pageBase{Nav: "nodes", StreamTopics: []string{structs.TopicNode, structs.TopicAllocation}, PollMillis: u.pollMillis()}}
 	var localID string
 	var localAt int64
 	if ds, ok := u.h.client.(deviceStatser); ok && u.h.client != nil {
@@ -301,7 +313,7 @@ var serverStatKeys = []string{
 }
 
 func (u *ui) serversPage(r *http.Request) (string, pageData, error) {
-	v := &serversView{pageBase: pageBase{Nav: "servers", StreamTopics: []string{structs.TopicNode}}, Leader: u.h.srv.Leader()}
+	v := &serversView{pageBase: pageBase{Nav: "servers", PollMillis: 5000}, Leader: u.h.srv.Leader()}
 	for _, p := range u.h.srv.Peers() {
 		v.Peers = append(v.Peers, peerRow{Addr: p, Leader: p == v.Leader})
 	}

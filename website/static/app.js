@@ -381,5 +381,7 @@
     }
     document.querySelectorAll('pre[data-log-alloc]').forEach(followLog);
     streamEvents();
+    var poll = parseInt(document.body.dataset.poll || '0', 10);
+    if (poll > 0) { setInterval(scheduleRefresh, Math.max(poll, 1000)); }
   });
 })();
