@@ -262,7 +262,13 @@ func (d *Driver) containerConfig(cfg *driver.TaskConfig, tc *taskConfig, allocDi
 		cc.Entrypoint = []string{tc.Command}
 	}
 	hc := &container.HostConfig{
-		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "10m", "max-file": "2"}},
+		// The daemon keeps the output in its json-file log, which the
+		// driver follows and copies into the task's rotated files. Its
+		// own rotation is set large (3 × 64 MiB): a follower crossing a
+		// json-file rotation can miss lines (seen with Docker 20.10 at
+		// 10 MiB), and the files also hold what a task writes while no
+		// client copies it.
+		LogConfig: container.LogConfig{Type: "json-file", Config: map[string]string{"max-size": "64m", "max-file": "3"}},
 		Mounts: []mount.Mount{{
 			Type: mount.TypeBind, Source: allocDir, Target: ContainerAllocDir,
 		}},

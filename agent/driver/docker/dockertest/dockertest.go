@@ -4,10 +4,12 @@
 package dockertest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -18,7 +20,50 @@ const Image = "gpulayer-test-prog:latest"
 var (
 	buildOnce sync.Once
 	buildErr  string
+
+	progOnce sync.Once
+	progPath string
+	progErr  string
 )
+
+// Prog builds testdata/prog once per test binary as a static executable
+// and returns its path (for native driver tests; no Docker needed).
+func Prog(t testing.TB) string {
+	t.Helper()
+	progOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gpulayer-prog-bin")
+		if err != nil {
+			progErr = err.Error()
+			return
+		}
+		progPath = filepath.Join(dir, "prog")
+		if err := buildProg(progPath); err != "" {
+			progErr = err
+		}
+	})
+	if progErr != "" {
+		t.Fatalf("build test program: %s", progErr)
+	}
+	return progPath
+}
+
+// ProgLine is line i of the program's "lines N size" output, newline
+// included: {"i":<i>,"pad":"xxx…"} padded to size bytes.
+func ProgLine(i, size int) string {
+	head := fmt.Sprintf(`{"i":%d,"pad":"`, i)
+	return head + strings.Repeat("x", max(size-len(head)-3, 0)) + "\"}\n"
+}
+
+func buildProg(out string) string {
+	_, file, _, _ := runtime.Caller(0)
+	build := exec.Command("go", "build", "-o", out, ".")
+	build.Dir = filepath.Join(filepath.Dir(file), "..", "testdata", "prog")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		return "go build testdata/prog: " + err.Error() + ": " + string(b)
+	}
+	return ""
+}
 
 // Require skips the test when Docker is not usable here, or fails it when
 // the CI environment variable is "true" (CI must run the Docker tests).
@@ -48,19 +93,13 @@ func BuildImage(t testing.TB) string {
 	t.Helper()
 	Require(t)
 	buildOnce.Do(func() {
-		_, file, _, _ := runtime.Caller(0)
-		src := filepath.Join(filepath.Dir(file), "..", "testdata", "prog")
 		dir, err := os.MkdirTemp("", "gpulayer-prog")
 		if err != nil {
 			buildErr = err.Error()
 			return
 		}
 		defer os.RemoveAll(dir)
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, "prog"), ".")
-		build.Dir = src
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			buildErr = "go build testdata/prog: " + err.Error() + ": " + string(out)
+		if buildErr = buildProg(filepath.Join(dir, "prog")); buildErr != "" {
 			return
 		}
 		df := "FROM scratch\nCOPY prog /prog\nENTRYPOINT [\"/prog\"]\n"

@@ -5,7 +5,7 @@
 //	exit N           print to stdout and stderr, then exit N
 //	signal           print "ready", wait for a signal, print "got signal <number>", exit 0
 //	sleep SECONDS    print "ready", sleep, print "done", exit 0
-//	lines N SIZE     print N lines of SIZE bytes of JSON, exit 0
+//	lines N SIZE [F] print N lines of SIZE bytes of JSON (after file F exists), exit 0
 //	append FILE      append one line to FILE, exit 0
 //	waitfile FILE    print "ready", wait until FILE exists, print "done", exit 0
 package main
@@ -51,6 +51,9 @@ func main() {
 	case "lines":
 		n, _ := strconv.Atoi(args[0])
 		size, _ := strconv.Atoi(args[1])
+		if len(args) > 2 {
+			waitFile(args[2])
+		}
 		w := bufio.NewWriterSize(os.Stdout, 1<<16)
 		for i := 0; i < n; i++ {
 			head := fmt.Sprintf(`{"i":%d,"pad":"`, i)
@@ -68,15 +71,19 @@ func main() {
 		f.Close()
 	case "waitfile":
 		fmt.Println("ready")
-		for {
-			if _, err := os.Stat(args[0]); err == nil {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitFile(args[0])
 		fmt.Println("done")
 	default:
 		fmt.Fprintf(os.Stderr, "unknown mode %q\n", os.Args[1])
 		os.Exit(2)
+	}
+}
+
+func waitFile(path string) {
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
