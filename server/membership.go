@@ -196,12 +196,13 @@ func (s *Server) setupMembership(ctx context.Context) error {
 	}
 	m.ml = ml
 	s.members = m
+	// Read the local node before run can update it (UpdateNode).
+	m.logger.Info("gossip started", "addr", ml.LocalNode().Address(), "encrypted", len(cfg.EncryptKey) > 0)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		m.run(ctx)
 	}()
-	m.logger.Info("gossip started", "addr", ml.LocalNode().Address(), "encrypted", len(cfg.EncryptKey) > 0)
 	return nil
 }
 
