@@ -146,6 +146,7 @@ func (s *Server) raftApply(t structs.MessageType, msg interface{}) (interface{},
 	if err != nil {
 		return nil, 0, err
 	}
+	defer s.serverMetrics().observeApply(t, time.Now())
 	f := s.raft.Apply(buf, raftApplyTimeout)
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
