@@ -83,7 +83,7 @@ func (a *Agent) start() error {
 			NumSchedulers:   cfg.Server.NumSchedulers,
 			DevMode:         cfg.DevMode,
 			Datacenter:      cfg.Datacenter,
-			HTTPAddr:        cfg.HTTPAddr(),
+			HTTPAddr:        cfg.HTTPAdvertiseAddr(cfg.HTTPAddr()),
 			Logger:          a.logger.Named("server"),
 		}
 		if !cfg.DevMode {
@@ -148,7 +148,7 @@ func (a *Agent) start() error {
 			NodeName:         cfg.Name,
 			Datacenter:       cfg.Datacenter,
 			NodeClass:        cfg.Client.NodeClass,
-			HTTPAddr:         ln.Addr().String(),
+			HTTPAddr:         cfg.HTTPAdvertiseAddr(ln.Addr().String()),
 			Meta:             cfg.Client.Meta,
 			DevMode:          cfg.DevMode,
 			DevGPUs:          devGPUs,

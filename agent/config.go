@@ -43,12 +43,23 @@ type Config struct {
 	// LogLevel is TRACE, DEBUG, INFO, WARN or ERROR. Default INFO.
 	LogLevel string `hcl:"log_level,optional"`
 
+	// Addresses overrides BindAddr for single listeners.
+	Addresses *Addresses `hcl:"addresses,block"`
+
 	Ports  *Ports        `hcl:"ports,block"`
 	Server *ServerConfig `hcl:"server,block"`
 	Client *ClientConfig `hcl:"client,block"`
 
 	// DevMode runs server and client in one process bound to loopback.
 	DevMode bool
+}
+
+// Addresses are per-listener bind addresses; empty fields use BindAddr.
+type Addresses struct {
+	// HTTP is the address the HTTP API listens on, e.g. "0.0.0.0" to serve
+	// every interface while Raft and gossip stay on BindAddr. Other agents
+	// are told to reach the API at BindAddr when HTTP is unspecified.
+	HTTP string `hcl:"http,optional"`
 }
 
 // Ports are the agent's listening ports.
@@ -103,6 +114,7 @@ func DefaultConfig() *Config {
 		Datacenter: "dc1",
 		BindAddr:   "0.0.0.0",
 		LogLevel:   "INFO",
+		Addresses:  &Addresses{},
 		Ports:      &Ports{HTTP: DefaultHTTPPort, Raft: DefaultRaftPort, Serf: DefaultSerfPort},
 		Server:     &ServerConfig{BootstrapExpect: 1, NumSchedulers: 2},
 		Client:     &ClientConfig{LogMaxFiles: 10, LogMaxFileSizeMB: 10},
@@ -195,6 +207,9 @@ func (c *Config) Merge(o *Config) {
 	if o.DevMode {
 		c.DevMode = true
 	}
+	if ad := o.Addresses; ad != nil && ad.HTTP != "" {
+		c.Addresses.HTTP = ad.HTTP
+	}
 	if p := o.Ports; p != nil {
 		if p.HTTP != 0 {
 			c.Ports.HTTP = p.HTTP
@@ -280,9 +295,28 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// HTTPAddr returns "bind:port" for the HTTP API.
+// HTTPAddr returns "bind:port" for the HTTP API listener: addresses.http
+// when set, else bind_addr.
 func (c *Config) HTTPAddr() string {
-	return net.JoinHostPort(c.BindAddr, strconv.Itoa(c.Ports.HTTP))
+	host := c.BindAddr
+	if c.Addresses != nil && c.Addresses.HTTP != "" {
+		host = c.Addresses.HTTP
+	}
+	return net.JoinHostPort(host, strconv.Itoa(c.Ports.HTTP))
+}
+
+// HTTPAdvertiseAddr returns the "host:port" other agents reach the HTTP
+// API at: the listener's address, or bind_addr with the listener's port
+// when the listener binds every interface (0.0.0.0 or ::).
+func (c *Config) HTTPAdvertiseAddr(listenAddr string) string {
+	host, port, err := net.SplitHostPort(listenAddr)
+	if err != nil {
+		return listenAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort(c.BindAddr, port)
+	}
+	return listenAddr
 }
 
 // RaftAddr returns "bind:port" for Raft.

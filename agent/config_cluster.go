@@ -15,6 +15,9 @@ import (
 // field.
 func (c *Config) validateCluster() []string {
 	var p []string
+	if c.Addresses != nil && c.Addresses.HTTP != "" && net.ParseIP(c.Addresses.HTTP) == nil {
+		p = append(p, fmt.Sprintf("addresses.http: %q is not an IP address", c.Addresses.HTTP))
+	}
 	if c.Server.Encrypt != "" {
 		if _, err := decodeGossipKey(c.Server.Encrypt); err != nil {
 			p = append(p, "server.encrypt: "+err.Error())

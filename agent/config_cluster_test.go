@@ -59,6 +59,7 @@ func TestValidateClusterBadInput(t *testing.T) {
 		{"join URL", func(c *Config) { c.Server.RetryJoin = []string{"http://a"} }, "want host or host:port"},
 		{"client without servers", func(c *Config) { c.Server.Enabled = false }, "client.servers: a client without a local server"},
 		{"bad server address", func(c *Config) { c.Client.Servers = []string{"a:1", "b"} }, "client.servers[1]"},
+		{"http bind not an IP", func(c *Config) { c.Addresses.HTTP = "localhost" }, "addresses.http"},
 		{"dev with three servers", func(c *Config) { c.DevMode = true; c.Server.BootstrapExpect = 3 }, "server.bootstrap_expect: dev mode"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,6 +72,26 @@ func TestValidateClusterBadInput(t *testing.T) {
 				t.Fatalf("got %v, want ErrConfig mentioning %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestHTTPAddresses(t *testing.T) {
+	fileCfg, err := ParseConfig("agent.hcl", []byte("bind_addr = \"10.0.0.5\"\naddresses {\n  http = \"0.0.0.0\"\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := DefaultConfig()
+	c.Merge(fileCfg)
+	if got := c.HTTPAddr(); got != "0.0.0.0:4656" {
+		t.Errorf("listener %s", got)
+	}
+	if got := c.RaftAddr(); got != "10.0.0.5:4657" {
+		t.Errorf("raft %s", got)
+	}
+	for listen, want := range map[string]string{"0.0.0.0:4656": "10.0.0.5:4656", "[::]:80": "10.0.0.5:80", "10.0.0.9:1": "10.0.0.9:1", "junk": "junk"} {
+		if got := c.HTTPAdvertiseAddr(listen); got != want {
+			t.Errorf("advertise for %s = %s, want %s", listen, got, want)
+		}
 	}
 }
 

@@ -41,6 +41,9 @@ Options:
   -config=FILE         Agent configuration file in HCL.
   -data-dir=DIR        State directory (default $GPULAYER_HOME or ~/.gpulayer).
   -bind=ADDR           Address to bind (default 0.0.0.0; 127.0.0.1 with -dev).
+                       Servers need an address other hosts can reach.
+  -http-bind=ADDR      Address of the HTTP API only (default: -bind), e.g.
+                       0.0.0.0 to serve every interface.
   -http-port=PORT      HTTP API port (default 4656).
   -raft-port=PORT      Raft port (default 4657).
   -serf-port=PORT      Server gossip (memberlist) port (default 4658).
@@ -113,6 +116,7 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 		nodeName, dc, nodeClass, lvl string
 		httpPort, raftPort, expect   int
 		serfPort                     int
+		httpBind                     string
 		encrypt                      string
 		retryJoin, servers           listFlag
 		devGPUs                      = -1
@@ -131,6 +135,7 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 	flags.IntVar(&raftPort, "raft-port", 0, "")
 	flags.IntVar(&expect, "bootstrap-expect", 0, "")
 	flags.IntVar(&serfPort, "serf-port", 0, "")
+	flags.StringVar(&httpBind, "http-bind", "", "")
 	flags.StringVar(&encrypt, "encrypt", "", "")
 	flags.Var(&retryJoin, "retry-join", "")
 	flags.Var(&servers, "servers", "")
@@ -155,9 +160,10 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 	}
 	flagCfg := &agent.Config{
 		DataDir: dataDir, BindAddr: bind, Name: nodeName, Datacenter: dc, LogLevel: lvl,
-		Ports:  &agent.Ports{HTTP: httpPort, Raft: raftPort, Serf: serfPort},
-		Server: &agent.ServerConfig{Enabled: srv, BootstrapExpect: expect, RetryJoin: retryJoin, Encrypt: encrypt},
-		Client: &agent.ClientConfig{Enabled: cl, NodeClass: nodeClass, Servers: servers},
+		Addresses: &agent.Addresses{HTTP: httpBind},
+		Ports:     &agent.Ports{HTTP: httpPort, Raft: raftPort, Serf: serfPort},
+		Server:    &agent.ServerConfig{Enabled: srv, BootstrapExpect: expect, RetryJoin: retryJoin, Encrypt: encrypt},
+		Client:    &agent.ClientConfig{Enabled: cl, NodeClass: nodeClass, Servers: servers},
 	}
 	if devGPUs != -1 {
 		v := devGPUs
