@@ -200,6 +200,9 @@ func NewServer(cfg *Config) (*Server, error) {
 	if c.RaftBindAddr == "" {
 		c.RaftBindAddr = DefaultRaftBindAddr
 	}
+	if err := c.fillAdvertise(privateIP); err != nil {
+		return nil, err
+	}
 	if c.NumSchedulers <= 0 {
 		c.NumSchedulers = 2
 	}
