@@ -53,3 +53,36 @@ func TestSchedulingEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestBugClassGPUCountInEnv: the GPU count a task sees in its env is what
+// it asked for, not the host's: a task holding 1 of a node's 8 GPUs sees
+// one device, a task holding a memory share sees its one GPU and its
+// share, and a task with none sees none.
+func TestBugClassGPUCountInEnv(t *testing.T) {
+	gpu := func(mib int64, ids ...string) []*structs.AllocatedDeviceResource {
+		return []*structs.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "H100", DeviceIDs: ids, MemoryMB: mib}}
+	}
+	cases := []struct {
+		name                string
+		devices             []*structs.AllocatedDeviceResource
+		count, visible, mem string
+	}{
+		{"one of eight", gpu(0, "GPU-3"), "1", "GPU-3", ""},
+		{"two of eight", gpu(0, "GPU-3", "GPU-5"), "2", "GPU-3,GPU-5", ""},
+		{"memory share", gpu(4096, "GPU-1"), "1", "GPU-1", "4096"},
+		{"no gpu", nil, "0", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &structs.Allocation{ID: "a1", Name: "j.g[0]", JobID: "j", TaskGroup: "g",
+				AllocatedResources: &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+					"t": {CPU: 100, MemoryMB: 64, Devices: tc.devices},
+				}}}
+			tr := &taskRunner{ar: &allocRunner{alloc: a, allocDir: t.TempDir()}, task: &structs.Task{Name: "t"}}
+			env := tr.env()
+			if env["GPULAYER_GPU_COUNT"] != tc.count || env["CUDA_VISIBLE_DEVICES"] != tc.visible || env["GPULAYER_GPU_MEMORY_MB"] != tc.mem {
+				t.Fatalf("count %q visible %q memory %q; want %q %q %q", env["GPULAYER_GPU_COUNT"], env["CUDA_VISIBLE_DEVICES"], env["GPULAYER_GPU_MEMORY_MB"], tc.count, tc.visible, tc.mem)
+			}
+		})
+	}
+}

@@ -350,5 +350,6 @@ func (tr *taskRunner) env() map[string]string {
 		env["CUDA_VISIBLE_DEVICES"] = strings.Join(ids, ",")
 		env["NVIDIA_VISIBLE_DEVICES"] = strings.Join(ids, ",")
 	}
+	schedulingEnv(env, a, tr.resources())
 	return env
 }
