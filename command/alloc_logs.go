@@ -37,6 +37,17 @@ Logs Options:
 
   -job=<job-id>
     Use the job's most recently created allocation instead of naming one.
+
+  -tail
+    Print only the end of the log: its last 10 lines, or as set by -n or
+    -c. With -f, follow from there.
+
+  -n=<lines>
+    With -tail (implied when -n is given), the number of lines to print.
+
+  -c=<bytes>
+    With -tail (implied when -c is given), the number of bytes to print
+    instead of lines.
 `)
 }
 
@@ -51,8 +62,28 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	fs.BoolVar(&follow, "f", false, "")
 	fs.BoolVar(&stderr, "stderr", false, "")
 	fs.StringVar(&jobID, "job", "", "")
+	var tail bool
+	var tailLines int
+	var tailBytes int64
+	fs.BoolVar(&tail, "tail", false, "")
+	fs.IntVar(&tailLines, "n", -1, "")
+	fs.Int64Var(&tailBytes, "c", -1, "")
 	if err := fs.Parse(args); err != nil {
 		return cli.RunResultHelp
+	}
+	switch {
+	case tailLines == 0 || tailLines < -1:
+		return c.Meta.errorf("Invalid -n=%d: want a positive number of lines", tailLines)
+	case tailBytes == 0 || tailBytes < -1:
+		return c.Meta.errorf("Invalid -c=%d: want a positive number of bytes", tailBytes)
+	case tailLines > 0 && tailBytes > 0:
+		return c.Meta.errorf("-n and -c cannot be used together")
+	}
+	if tailLines > 0 || tailBytes > 0 {
+		tail = true
+	}
+	if tail && tailLines < 0 && tailBytes < 0 {
+		tailLines = 10
 	}
 	args = fs.Args()
 	if jobID != "" {
@@ -106,7 +137,12 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	rc, err := client.AllocFS().Logs(ctx, alloc.ID, task, logType, follow)
+	var rc io.ReadCloser
+	if tail {
+		rc, err = client.AllocFS().LogsTail(ctx, alloc.ID, task, logType, follow, max(tailLines, 0), max(tailBytes, 0))
+	} else {
+		rc, err = client.AllocFS().Logs(ctx, alloc.ID, task, logType, follow)
+	}
 	if err != nil {
 		return c.Meta.errorf("Error reading logs of task %q: %v", task, err)
 	}

@@ -33,10 +33,14 @@ type logReader struct {
 	mu    sync.Mutex // serializes Read and guards f and index
 	f     *os.File
 	index int
+	// startIndex and startOffset, when startIndex >= 0, make the reader
+	// begin at that offset of that file (a tail) instead of the oldest.
+	startIndex  int
+	startOffset int64
 }
 
 func newLogReader(ctx context.Context, dir, base string, follow bool, dead func() bool) *logReader {
-	return &logReader{ctx: ctx, dir: dir, base: base, follow: follow, dead: dead, index: -1, closeCh: make(chan struct{})}
+	return &logReader{ctx: ctx, dir: dir, base: base, follow: follow, dead: dead, index: -1, startIndex: -1, closeCh: make(chan struct{})}
 }
 
 // Read implements io.Reader.
@@ -159,6 +163,15 @@ func (r *logReader) openNext() (bool, error) {
 		}
 		if err != nil {
 			return false, err
+		}
+		if r.startIndex >= 0 {
+			if i == r.startIndex && r.startOffset > 0 {
+				if _, err := f.Seek(r.startOffset, io.SeekStart); err != nil {
+					f.Close()
+					return false, err
+				}
+			}
+			r.startIndex = -1
 		}
 		r.f, r.index = f, i
 		return true, nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -26,6 +27,16 @@ type logsRequest struct {
 	task    string
 	logType string
 	follow  bool
+	// lines and offset (bytes, with origin=end) ask for only the end of
+	// the log; zero means from the start.
+	lines  int
+	offset int64
+}
+
+// logTailer is implemented by clients that can start a log stream near its
+// end (agent/client.Client.AllocLogsTail).
+type logTailer interface {
+	AllocLogsTail(ctx context.Context, allocID, task, logType string, follow bool, lines int, bytes int64) (io.ReadCloser, error)
 }
 
 // parseLogsRequest reads ?task=, ?type=stdout|stderr (default stdout),
@@ -45,6 +56,29 @@ func parseLogsRequest(r *http.Request) (*logsRequest, error) {
 		return nil, err
 	}
 	lr := &logsRequest{allocID: r.PathValue("alloc"), task: r.URL.Query().Get("task"), follow: follow}
+	q := r.URL.Query()
+	if v := q.Get("lines"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, badRequest("invalid lines parameter %q: want a non-negative number of lines", v)
+		}
+		lr.lines = n
+	}
+	switch origin := q.Get("origin"); origin {
+	case "", "start":
+		if v := q.Get("offset"); v != "" && v != "0" {
+			return nil, badRequest("offset is only supported with origin=end")
+		}
+	case "end":
+		v := q.Get("offset")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, badRequest("invalid offset parameter %q: want a non-negative number of bytes", v)
+		}
+		lr.offset = n
+	default:
+		return nil, badRequest("invalid origin parameter %q: want start or end", origin)
+	}
 	switch t := r.URL.Query().Get("type"); t {
 	case "", "stdout":
 		lr.logType = "stdout"
@@ -114,7 +148,13 @@ func onlyTask(alloc *structs.Allocation) (string, error) {
 
 // streamLocal copies the local client's log stream to w.
 func (h *handler) streamLocal(w http.ResponseWriter, r *http.Request, lr *logsRequest) {
-	rc, err := h.client.AllocLogs(r.Context(), lr.allocID, lr.task, lr.logType, lr.follow)
+	var rc io.ReadCloser
+	var err error
+	if t, ok := h.client.(logTailer); ok && (lr.lines > 0 || lr.offset > 0) {
+		rc, err = t.AllocLogsTail(r.Context(), lr.allocID, lr.task, lr.logType, lr.follow, lr.lines, lr.offset)
+	} else {
+		rc, err = h.client.AllocLogs(r.Context(), lr.allocID, lr.task, lr.logType, lr.follow)
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -175,6 +215,13 @@ func (h *handler) proxyLogs(w http.ResponseWriter, r *http.Request, alloc *struc
 	params.Set("type", lr.logType)
 	params.Set("follow", fmt.Sprint(lr.follow))
 	params.Set("plain", "true")
+	if lr.lines > 0 {
+		params.Set("lines", strconv.Itoa(lr.lines))
+	}
+	if lr.offset > 0 {
+		params.Set("origin", "end")
+		params.Set("offset", strconv.FormatInt(lr.offset, 10))
+	}
 	target := strings.TrimSuffix(addr, "/") + "/v1/client/fs/logs/" + url.PathEscape(alloc.ID) + "?" + params.Encode()
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, target, nil)
 	if err != nil {
