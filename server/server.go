@@ -3,6 +3,36 @@
 // scheduler workers, the plan queue and plan applier, node heartbeats, and
 // the endpoints the HTTP API and in-process clients call. Its shape follows
 // Nomad's nomad/ package, in smaller files.
+//
+// # HA clusters
+//
+// Servers find each other over memberlist gossip (Config.SerfBindAddr,
+// RetryJoin, EncryptKey; membership.go): each advertises its Raft and HTTP
+// addresses, datacenter and bootstrap_expect in its gossip meta, and once
+// BootstrapExpect servers of one datacenter are alive and none has Raft
+// state, each bootstraps Raft with the same sorted configuration. The
+// leader adds later servers as voters, removes servers that left, and
+// removes a server that has failed for DeadServerCleanupThreshold only
+// while the voters left are at least BootstrapExpect (autopilot.go).
+//
+// The calls the agent, its HTTP API and the CLI use:
+//
+//	Members() []Member                   gossip members (GET /v1/agent/members)
+//	Join(addrs) (int, error)             join over gossip (PUT /v1/agent/join)
+//	LeaderHTTPAddr() string              where followers forward writes
+//	VerifyLeader(ctx) error              before a consistent read
+//	RaftPeers() ([]RaftPeer, error)      GET /v1/operator/raft/configuration
+//	RemoveRaftPeer(ctx, idOrAddr) error  DELETE /v1/operator/raft/peer
+//	SnapshotSave(ctx, w) error           GET /v1/operator/snapshot (archive format in snapshot_archive.go)
+//	SnapshotRestore(ctx, r) error        PUT /v1/operator/snapshot
+//
+// Write endpoints on a follower return errors wrapping structs.ErrNotLeader;
+// agent/http forwards the HTTP request to the leader instead, and tests
+// forward in-process with Config.LeaderLookup (forward.go). A node that
+// misses its heartbeat is marked down and its allocations are stopped,
+// marked lost and replaced elsewhere (node_lost.go). There is no per-group
+// reschedule policy yet: lost allocations are always replaced, failed batch
+// allocations are not (see server/scheduler's reconcile rules).
 package server
 
 import (
@@ -45,9 +75,9 @@ type Config struct {
 	// Ignored when Transport is set.
 	RaftBindAddr string
 	// BootstrapExpect is the number of servers to wait for before
-	// bootstrapping Raft; 0 or 1 bootstraps a single server at once. More
-	// needs SerfBindAddr (servers find each other over memberlist) or
-	// BootstrapPeers.
+	// bootstrapping Raft; 0 or 1 bootstraps a single server at once (later
+	// servers join it). More needs SerfBindAddr (servers find each other
+	// over memberlist) or BootstrapPeers.
 	BootstrapExpect int
 	// NumSchedulers is the number of scheduler workers; 0 means 2.
 	NumSchedulers int
@@ -365,8 +395,8 @@ func (s *Server) Stats() map[string]string {
 func (s *Server) State() *state.StateStore { return s.fsm.State() }
 
 // checkLeader returns an error wrapping structs.ErrNotLeader unless this
-// server is the leader (forwarding to the leader is a later step), and
-// structs.ErrShutdown once the server shuts down.
+// server is the leader (also wrapping structs.ErrNoLeader when no leader is
+// known), and structs.ErrShutdown once the server shuts down.
 func (s *Server) checkLeader() error {
 	if s.shutdownCtx.Err() != nil {
 		return fmt.Errorf("server: %w", structs.ErrShutdown)
