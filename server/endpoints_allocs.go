@@ -21,8 +21,9 @@ const EvalTriggerAllocFailure = "alloc-failure"
 
 // UpdateAllocs records client-side status of allocations (ClientStatus,
 // ClientDescription, TaskStates) in one Raft entry; unknown allocation IDs
-// are skipped. A service allocation that failed gets a pending evaluation
-// for its job, so the scheduler replaces it. It returns an error wrapping
+// are skipped. A service allocation or a gang member that failed gets a
+// pending evaluation for its job, so the scheduler replaces it (a gang as a
+// whole). It returns an error wrapping
 // structs.ErrInvalid for an allocation without ID, and errors wrapping
 // structs.ErrNotLeader or structs.ErrShutdown.
 func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation) error {
@@ -63,7 +64,8 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		if err != nil {
 			return fmt.Errorf("update allocs: %w", err)
 		}
-		if job == nil || job.Stop || job.Type != structs.JobTypeService {
+		// A failed gang member, batch or service, restarts its whole gang.
+		if job == nil || job.Stop || (job.Type != structs.JobTypeService && !job.IsGangGroup(old.TaskGroup)) {
 			continue
 		}
 		evalFor[job.ID] = true

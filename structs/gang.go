@@ -89,3 +89,9 @@ func NodeHost(n *Node) string {
 	}
 	return n.Name
 }
+
+// IsGangGroup reports whether the job's group named group is a gang.
+func (j *Job) IsGangGroup(group string) bool {
+	tg := j.LookupTaskGroup(group)
+	return tg != nil && tg.Gang
+}
