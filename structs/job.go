@@ -41,6 +41,20 @@ const (
 // other driver name.
 var KnownDrivers = []string{"native", "docker"}
 
+// KillSignals lists the signals a task's kill_signal may name. "TERM" and
+// "sigterm" are accepted for "SIGTERM".
+var KillSignals = []string{"SIGTERM", "SIGINT", "SIGKILL", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2"}
+
+// ValidKillSignal reports whether name is one of KillSignals, with or
+// without the "SIG" prefix, in any case.
+func ValidKillSignal(name string) bool {
+	n := strings.ToUpper(strings.TrimSpace(name))
+	if !strings.HasPrefix(n, "SIG") {
+		n = "SIG" + n
+	}
+	return slices.Contains(KillSignals, n)
+}
+
 var validName = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,127}$`)
 
 // Job is the unit users submit: task groups to place on nodes. ID is the
@@ -328,6 +342,9 @@ func (tg *TaskGroup) validate(jobType string) []string {
 			add("%s: driver: is required", where)
 		} else if !slices.Contains(KnownDrivers, t.Driver) {
 			add("%s: driver: unknown driver %q (known: %s)", where, t.Driver, strings.Join(KnownDrivers, ", "))
+		}
+		if t.KillSignal != "" && !ValidKillSignal(t.KillSignal) {
+			add("%s: kill_signal: unknown signal %q (known: %s)", where, t.KillSignal, strings.Join(KillSignals, ", "))
 		}
 		if t.KillTimeout < 0 {
 			add("%s: kill_timeout: must not be negative, got %s", where, t.KillTimeout)

@@ -95,3 +95,18 @@ func TestCopyToleratesNilElements(t *testing.T) {
 		t.Fatalf("copy = %+v", c)
 	}
 }
+
+func TestValidateKillSignal(t *testing.T) {
+	for sig, ok := range map[string]bool{"": true, "SIGTERM": true, "term": true, "SIGUSR1": true, "SIGBOGUS": false, "9": false} {
+		job := &Job{ID: "j", Type: JobTypeBatch, TaskGroups: []*TaskGroup{{Name: "g", Count: 1, Tasks: []*Task{{
+			Name: "t", Driver: "native", KillSignal: sig}}}}}
+		job.Canonicalize()
+		err := job.Validate()
+		if (err == nil) != ok {
+			t.Errorf("kill_signal %q: err = %v, want ok=%v", sig, err, ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "kill_signal") {
+			t.Errorf("kill_signal %q: error %q does not name the field", sig, err)
+		}
+	}
+}

@@ -302,8 +302,9 @@ func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *driver.Ex
 // StopTask sends signal (default SIGTERM) to the task's process group,
 // waits up to timeout (default 5 seconds) for the task to exit, then sends
 // SIGKILL to the group. Any process left in the group after the leader
-// exited is killed too. It returns driver.ErrTaskNotFound for an unknown ID
-// and an error wrapping driver.ErrInvalidConfig for an unknown signal.
+// exited is killed too. An unknown signal name is logged and replaced by
+// SIGKILL, so a stop always ends the task. It returns
+// driver.ErrTaskNotFound for an unknown ID.
 func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) error {
 	t, err := d.lookup(taskID)
 	if err != nil {
@@ -311,7 +312,8 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	}
 	sig, err := parseSignal(signal)
 	if err != nil {
-		return err
+		d.logger.Warn("unknown kill signal, killing the task instead", "task_id", taskID, "error", err)
+		sig = syscall.SIGKILL
 	}
 	if timeout <= 0 {
 		timeout = driver.DefaultKillTimeout
