@@ -105,7 +105,28 @@ func (c *AllocLogsCommand) Run(args []string) int {
 		if err != nil {
 			return c.Meta.errorf("Error listing allocations of job %q: %v", jobID, err)
 		}
+		// With a task named, only the groups that have it qualify.
+		groups := map[string]bool{}
+		if len(args) == 1 {
+			job, _, err := client.Jobs().Info(jobID, nil)
+			if err != nil {
+				return c.Meta.errorf("Error querying job %q: %v", jobID, err)
+			}
+			for _, tg := range job.TaskGroups {
+				for _, t := range tg.Tasks {
+					if t.Name == args[0] {
+						groups[tg.Name] = true
+					}
+				}
+			}
+			if len(groups) == 0 {
+				return c.Meta.errorf("Job %q has no task %q", jobID, args[0])
+			}
+		}
 		for _, a := range allocs {
+			if len(groups) > 0 && !groups[a.TaskGroup] {
+				continue
+			}
 			if alloc == nil || a.CreateIndex > alloc.CreateIndex {
 				alloc = a
 			}

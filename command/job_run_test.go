@@ -158,6 +158,8 @@ func TestAllocLogs(t *testing.T) {
 		{[]string{"alloc", "logs", "abcd1234"}, "hello from the GPU\n"},
 		{[]string{"alloc", "logs", "-stderr", "abcd1234", "main"}, "a warning\n"},
 		{[]string{"alloc", "logs", "-f", "abcd1234", "main"}, "hello from the GPU\n"},
+		{[]string{"alloc", "logs", "-job", "hello-gpu"}, "hello from the GPU\n"},
+		{[]string{"alloc", "logs", "-job", "hello-gpu", "main"}, "hello from the GPU\n"},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -170,5 +172,25 @@ func TestAllocLogs(t *testing.T) {
 	r := runCmd(t, ts.URL, "alloc", "logs", "abcd1234", "other")
 	if r.code != 1 || !strings.Contains(r.err, "404") {
 		t.Fatalf("unknown task: exit %d err %q", r.code, r.err)
+	}
+	r = runCmd(t, ts.URL, "alloc", "logs", "-job", "hello-gpu", "other")
+	if r.code != 1 || !strings.Contains(r.err, `no task "other"`) {
+		t.Fatalf("-job with unknown task: exit %d err %q", r.code, r.err)
+	}
+}
+
+func TestJobStatusShowsWhyQueued(t *testing.T) {
+	f := newFakeAPI()
+	f.jobEvals["hello-gpu"] = append(f.jobEvals["hello-gpu"], &api.Evaluation{
+		ID: "b10c4ed0-0000-0000-0000-000000000000", JobID: "hello-gpu", Status: "blocked", CreateIndex: 11,
+		FailedTGAllocs: map[string]*api.AllocMetric{"gpu": {NodesEvaluated: 1, NodesExhausted: 1,
+			DimensionExhausted: map[string]int{"devices: nvidia/gpu": 1}}},
+	})
+	ts := f.serve(t)
+	r := runCmd(t, ts.URL, "job", "status", "hello-gpu")
+	for _, want := range []string{"Placement Failure", `Task Group "gpu":`, `Dimension "devices: nvidia/gpu" exhausted on 1 nodes`} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("job status output lacks %q:\n%s", want, r.out)
+		}
 	}
 }

@@ -121,6 +121,14 @@ func (m *Meta) showJob(client *api.Client, id string) int {
 	}))
 	m.UI.Output("\nSummary")
 	m.UI.Output(jobSummary(job, allocs, evals))
+	if blocked := newestBlockedEval(evals); blocked != nil {
+		// As Nomad's job status does: say why queued work waits.
+		m.UI.Output("\nPlacement Failure")
+		for _, tg := range sortedKeys(blocked.FailedTGAllocs) {
+			m.UI.Output(fmt.Sprintf("Task Group %q:", tg))
+			m.UI.Output(formatAllocMetric(blocked.FailedTGAllocs[tg], "  "))
+		}
+	}
 	m.UI.Output("\nAllocations")
 	if len(allocs) == 0 {
 		m.UI.Output("No allocations placed")
@@ -128,6 +136,21 @@ func (m *Meta) showJob(client *api.Client, id string) int {
 	}
 	m.UI.Output(m.allocTable(allocs))
 	return 0
+}
+
+// newestBlockedEval returns the newest blocked evaluation that explains a
+// placement failure, or nil.
+func newestBlockedEval(evals []*api.Evaluation) *api.Evaluation {
+	var newest *api.Evaluation
+	for _, e := range evals {
+		if e.Status != api.EvalStatusBlocked || len(e.FailedTGAllocs) == 0 {
+			continue
+		}
+		if newest == nil || e.CreateIndex > newest.CreateIndex {
+			newest = e
+		}
+	}
+	return newest
 }
 
 // jobSummary counts the job's allocations per task group by client status;
