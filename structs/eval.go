@@ -96,6 +96,10 @@ type AllocMetric struct {
 	// CoalescedFailures counts further allocations of the group that failed
 	// for the same reasons.
 	CoalescedFailures int
+	// Explanation is Explain's rendering of the reasons, set by the
+	// scheduler: "5 nodes: not enough free GPU memory (nvidia/gpu); 2:
+	// reserved 'voice'".
+	Explanation string `json:",omitempty"`
 }
 
 // Copy returns a deep copy.

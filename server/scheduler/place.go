@@ -181,6 +181,7 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 				left = len(reqs)
 			}
 			m.CoalescedFailures = left - 1
+			m.Explanation = m.Explain()
 			out.failed[tg.Name] = m
 			out.queued[tg.Name] = left
 			c.preempt(plan, g, left, out)
