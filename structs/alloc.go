@@ -60,9 +60,12 @@ type Allocation struct {
 
 	DesiredStatus      string
 	DesiredDescription string
-	ClientStatus       string
-	ClientDescription  string
-	TaskStates         map[string]*TaskState
+	// DesiredTransition asks for a server-driven change (a drain's
+	// migration).
+	DesiredTransition DesiredTransition
+	ClientStatus      string
+	ClientDescription string
+	TaskStates        map[string]*TaskState
 
 	// PreviousAllocation is the allocation this one replaces, if any.
 	PreviousAllocation string

@@ -65,6 +65,8 @@ type Node struct {
 	Status                string
 	StatusDescription     string
 	SchedulingEligibility string
+	// DrainStrategy is set while the node drains (see DrainStrategy).
+	DrainStrategy *DrainStrategy `json:",omitempty"`
 	// StatusUpdatedAt is in Unix seconds, set by the endpoint.
 	StatusUpdatedAt int64
 	CreateIndex     uint64
@@ -130,6 +132,10 @@ func (n *Node) Copy() *Node {
 	if n.ReservedResources != nil {
 		r := *n.ReservedResources
 		c.ReservedResources = &r
+	}
+	if n.DrainStrategy != nil {
+		d := *n.DrainStrategy
+		c.DrainStrategy = &d
 	}
 	return &c
 }

@@ -55,6 +55,9 @@ type reconcileResult struct {
 //   - A service allocation that is client-terminal (complete, failed, lost)
 //     is replaced; the replacement names it in PreviousAllocation.
 //   - An allocation the server already told to stop is ignored.
+//   - A live allocation marked DesiredTransition.Migrate (a node drain) is
+//     not counted: its index gets a replacement (naming it previous) while
+//     it keeps running; the drainer stops it once the replacement runs.
 //   - A gang group is reconciled as a whole (see reconcileGang).
 //
 // Every index in [0, count) without a live or kept allocation is placed.
@@ -99,6 +102,10 @@ func reconcile(job *structs.Job, allocs []*structs.Allocation) reconcileResult {
 		live := map[int]*structs.Allocation{}
 		kept := map[int]bool{}
 		previous := map[int]*structs.Allocation{}
+		// migrating holds allocations a node drain moves: they keep
+		// running, not counted live, until the drainer stops them once
+		// their replacement runs.
+		migrating := map[int]*structs.Allocation{}
 		for _, a := range byGroup[tg.Name] {
 			idx := a.Index()
 			switch a.DesiredStatus {
@@ -113,6 +120,10 @@ func reconcile(job *structs.Job, allocs []*structs.Allocation) reconcileResult {
 				}
 				continue
 			}
+			if a.DesiredTransition.Migrate && idx < tg.Count && migrating[idx] == nil {
+				migrating[idx] = a
+				continue
+			}
 			if idx >= tg.Count || live[idx] != nil {
 				res.stops = append(res.stops, stopRequest{a, descNotNeeded})
 				continue
@@ -124,7 +135,11 @@ func reconcile(job *structs.Job, allocs []*structs.Allocation) reconcileResult {
 			switch {
 			case a == nil:
 				if !kept[idx] {
-					res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: previous[idx]})
+					prev := previous[idx]
+					if m := migrating[idx]; m != nil {
+						prev = m
+					}
+					res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: prev})
 				}
 			case sameVersion(a, job):
 			case onlyMetaChanged(a.Job, job, tg.Name):
