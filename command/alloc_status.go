@@ -59,6 +59,9 @@ func (c *AllocStatusCommand) Run(args []string) int {
 // none or several match it prints why and returns a nil allocation and exit
 // code 1.
 func (m *Meta) resolveAlloc(client *api.Client, prefix string) (*api.Allocation, int) {
+	if strings.TrimSpace(prefix) == "" {
+		return nil, m.errorf("Allocation ID must not be empty")
+	}
 	allocs, _, err := client.Allocations().List(&api.QueryOptions{Prefix: prefix})
 	if err != nil {
 		return nil, m.errorf("Error querying allocations: %v", err)

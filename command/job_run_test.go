@@ -194,3 +194,17 @@ func TestJobStatusShowsWhyQueued(t *testing.T) {
 		}
 	}
 }
+
+func TestEmptyIDsAreRefused(t *testing.T) {
+	f := newFakeAPI()
+	ts := f.serve(t)
+	for _, args := range [][]string{{"job", "stop", ""}, {"alloc", "status", ""}, {"alloc", "logs", " "}} {
+		r := runCmd(t, ts.URL, args...)
+		if r.code != 1 || !strings.Contains(r.err, "must not be empty") {
+			t.Errorf("%q: exit %d err %q", args, r.code, r.err)
+		}
+	}
+	if n := f.requestCount(); n != 0 {
+		t.Errorf("%d requests were sent for empty IDs", n)
+	}
+}

@@ -54,6 +54,9 @@ func (c *JobStopCommand) Run(args []string) int {
 		return c.Meta.errorf("Error initializing client: %v", err)
 	}
 	prefix := fs.Arg(0)
+	if strings.TrimSpace(prefix) == "" {
+		return c.Meta.errorf("Job ID must not be empty")
+	}
 	jobs, _, err := client.Jobs().List(&api.QueryOptions{Prefix: prefix})
 	if err != nil {
 		return c.Meta.errorf("Error querying jobs: %v", err)
