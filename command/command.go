@@ -53,6 +53,8 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"alloc logs":   func() (cli.Command, error) { return &AllocLogsCommand{Meta: m}, nil },
 		"node":         func() (cli.Command, error) { return &NodeCommand{Meta: m}, nil },
 		"node status":  func() (cli.Command, error) { return &NodeStatusCommand{Meta: m}, nil },
+		"event":        func() (cli.Command, error) { return &EventCommand{Meta: m}, nil },
+		"event stream": func() (cli.Command, error) { return &EventStreamCommand{Meta: m}, nil },
 		"status":       func() (cli.Command, error) { return &StatusCommand{Meta: m}, nil },
 		"version":      func() (cli.Command, error) { return &VersionCommand{Meta: m}, nil },
 	}
@@ -77,6 +79,8 @@ type Meta struct {
 	// address and jsonOutput are set by the common flags.
 	address    string
 	jsonOutput bool
+	// verbose is set by -verbose where a command has it.
+	verbose bool
 }
 
 func (m *Meta) init() {

@@ -24,6 +24,10 @@ Usage: gpulayer node status [options] [NODE]
   instance: ID, model, memory, health and the allocation holding it.
 ` + generalOptions + `
 Status Options:
+
+  -verbose
+    Without NODE, list each node's GPUs under it. With telemetry from the
+    agent's own client, add each GPU's utilisation and memory in use.
 ` + jsonOption)
 }
 
@@ -33,6 +37,7 @@ func (c *NodeStatusCommand) Synopsis() string { return "Display status informati
 // Run lists nodes or shows one.
 func (c *NodeStatusCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("node status", true)
+	fs.BoolVar(&c.Meta.verbose, "verbose", false, "")
 	if err := fs.Parse(args); err != nil {
 		return cli.RunResultHelp
 	}
@@ -58,6 +63,9 @@ func (c *NodeStatusCommand) Run(args []string) int {
 			return 0
 		}
 		c.Meta.UI.Output(nodeList(nodes))
+		if c.Meta.verbose {
+			c.Meta.UI.Output(c.Meta.nodesGPUs(client, nodes))
+		}
 		return 0
 	}
 	var pick *api.Node
@@ -130,19 +138,7 @@ func (m *Meta) showNode(client *api.Client, id string) int {
 	if err != nil {
 		return m.errorf("Error querying allocations: %v", err)
 	}
-	holder := map[string]string{}
-	for _, a := range allocs {
-		if a.NodeID != node.ID || a.ClientTerminalStatus() || a.AllocatedResources == nil {
-			continue
-		}
-		for _, tr := range a.AllocatedResources.Tasks {
-			for _, d := range tr.Devices {
-				for _, did := range d.DeviceIDs {
-					holder[did] = shortID(a.ID)
-				}
-			}
-		}
-	}
+	holder := gpuHolders(allocs)
 	var sb strings.Builder
 	sb.WriteString(kv([][2]string{
 		{"ID", node.ID},
@@ -171,35 +167,7 @@ func (m *Meta) showNode(client *api.Client, id string) int {
 		}
 		sb.WriteString(table([]string{"CPU", "Cores", "Memory", "Reserved CPU", "Reserved Memory"}, [][]string{row}))
 		sb.WriteString("\n\nDevices\n")
-		var rows [][]string
-		for _, g := range r.Devices {
-			if g == nil {
-				continue
-			}
-			mem := "<unknown>"
-			if a := g.Attributes["memory"]; a != nil {
-				mem = a.Text()
-			}
-			for _, in := range g.Instances {
-				health := "healthy"
-				if !in.Healthy {
-					health = "unhealthy"
-					if in.HealthDescription != "" {
-						health += " (" + in.HealthDescription + ")"
-					}
-				}
-				alloc := holder[in.ID]
-				if alloc == "" {
-					alloc = "<free>"
-				}
-				rows = append(rows, []string{in.ID, g.Vendor + "/" + g.Type, g.Name, mem, health, alloc})
-			}
-		}
-		if len(rows) == 0 {
-			sb.WriteString("No devices")
-		} else {
-			sb.WriteString(table([]string{"Instance ID", "Device", "Model", "Memory", "Health", "Allocation"}, rows))
-		}
+		sb.WriteString(gpuTable(node, holder, m.localTelemetry(client, node.ID)))
 	}
 	m.UI.Output(sb.String())
 	return 0
