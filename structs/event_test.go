@@ -53,3 +53,16 @@ func FuzzParseEventTopics(f *testing.F) {
 		_ = topics.Matches(&Event{Topic: TopicJob, Key: s})
 	})
 }
+
+func TestJobValidateIdlePolicy(t *testing.T) {
+	job := &Job{ID: "j", Type: JobTypeBatch, Priority: 50, Meta: map[string]string{IdleStopUtilizationKey: "150", IdleStopAfterKey: "5m"},
+		TaskGroups: []*TaskGroup{{Name: "g", Count: 1, Tasks: []*Task{{Name: "t", Driver: "native", Resources: &Resources{CPU: 100, MemoryMB: 64}}}}}}
+	err := job.Validate()
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `group "g": meta "gpulayer.idle_stop.utilization" = "150"`) {
+		t.Fatalf("Validate = %v", err)
+	}
+	job.Meta[IdleStopUtilizationKey] = "5"
+	if err := job.Validate(); err != nil {
+		t.Fatalf("valid policy refused: %v", err)
+	}
+}

@@ -288,6 +288,9 @@ func (j *Job) Validate() error {
 		for _, e := range tg.validate(j.Type) {
 			add("%s: %s", where, e)
 		}
+		if _, err := IdlePolicyFor(j, tg.Name); err != nil {
+			add("%s: %s", where, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+		}
 	}
 	if len(p) == 0 {
 		return nil
