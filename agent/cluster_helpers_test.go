@@ -24,6 +24,9 @@ type proc struct {
 	args     []string
 	httpAddr string // 127.0.0.1:port
 	raftAddr string // 127.0.0.1:port; empty for a client
+	// external marks an agent the test did not start (a container): it
+	// counts as alive while set.
+	external bool
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -57,6 +60,9 @@ func (p *proc) start() {
 func (p *proc) alive() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.external {
+		return true
+	}
 	if p.done == nil {
 		return false
 	}

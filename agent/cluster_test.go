@@ -167,8 +167,8 @@ func (c *testCluster) readJob(p *proc, id string) (string, error) {
 // and the history of writes and consistent reads is linearizable
 // (porcupine).
 func TestClusterKillLeaderDuringSubmissions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts five real agent processes")
+	if testing.Short() || raceEnabled {
+		t.Skip("starts five real agent processes (skipped under -short and -race)")
 	}
 	c := startCluster(t, 3, 2, clusterGPUsPerNode)
 	began := time.Now()
