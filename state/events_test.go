@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -208,5 +211,26 @@ func TestEventsTruncated(t *testing.T) {
 	must(t, fresh.UpsertJob(501, statetest.Job()))
 	if b := nextBatch(t, fresh.Events().Subscribe(500, nil)); b.Index != 501 {
 		t.Fatalf("after restore: batch %d, want 501", b.Index)
+	}
+}
+
+// TestWritesPublishEvents guards the event stream's completeness: every
+// write transaction in the package must start with writeTxn (and end with
+// commitTxn), or its changes would never reach subscribers.
+func TestWritesPublishEvents(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	must(t, err)
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || f == "events.go" || f == "state_restore.go" {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		must(t, err)
+		if n := strings.Count(string(src), "db.Txn(true)"); n > 0 {
+			t.Errorf("%s opens %d write transactions with db.Txn(true): use s.writeTxn() and s.commitTxn(txn, index) so they publish events", f, n)
+		}
+		if strings.Count(string(src), "s.writeTxn()") != strings.Count(string(src), "s.commitTxn(") {
+			t.Errorf("%s: writeTxn and commitTxn calls do not pair up", f)
+		}
 	}
 }
