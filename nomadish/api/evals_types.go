@@ -62,6 +62,9 @@ type AllocMetric struct {
 	// CoalescedFailures counts further allocations of the group that failed
 	// for the same reasons.
 	CoalescedFailures int
+	// Explanation is the reasons in words, e.g. "5 nodes: not enough free
+	// GPU memory (nvidia/gpu); 2: reserved 'voice'".
+	Explanation string `json:",omitempty"`
 }
 
 // JobRegisterResponse answers a job registration. Index is the Raft index
