@@ -200,15 +200,19 @@ type allocRow struct {
 	NodeID, NodeName              string
 	Desired, Client, Created      string
 	GPUs                          []string
-	Restartable                   bool
+	// Restartable is set for a running allocation when the API can
+	// restart it, with Restart's method and path.
+	Restartable bool
+	Restart     restartRoute
 }
 
-func (u *ui) allocRow(a *structs.Allocation, restart bool) allocRow {
+func (u *ui) allocRow(a *structs.Allocation, restart restartRoute) allocRow {
 	row := allocRow{
 		ID: a.ID, Short: shortID(a.ID), Name: a.Name, JobID: a.JobID, Group: a.TaskGroup,
 		NodeID: a.NodeID, NodeName: a.NodeName, Desired: a.DesiredStatus, Client: a.ClientStatus,
 		Created:     fmtNanoTime(a.CreateTime),
-		Restartable: restart && a.ClientStatus == structs.AllocClientStatusRunning,
+		Restartable: restart.Method != "" && a.ClientStatus == structs.AllocClientStatusRunning,
+		Restart:     restart,
 	}
 	if row.NodeName == "" {
 		row.NodeName = shortID(a.NodeID)
@@ -241,9 +245,22 @@ func (u *ui) allocRow(a *structs.Allocation, restart bool) allocRow {
 	return row
 }
 
-// canRestart reports whether the API has an allocation restart route.
-func (u *ui) canRestart() bool {
-	return u.h.hasRoute(http.MethodPut, "/v1/allocation/x/restart")
+// restartRoute is how this build restarts an allocation: the method and
+// the path with "{id}" for the allocation ID, or zero when it cannot.
+type restartRoute struct{ Method, Path string }
+
+// canRestart finds the allocation restart route, trying GPUlayer's
+// /v1/allocation/{id}/restart and Nomad's /v1/client/allocation/{id}/restart
+// with PUT and POST.
+func (u *ui) canRestart() restartRoute {
+	for _, path := range []string{"/v1/allocation/{id}/restart", "/v1/client/allocation/{id}/restart"} {
+		for _, m := range []string{http.MethodPut, http.MethodPost} {
+			if u.h.hasRoute(m, strings.Replace(path, "{id}", "x", 1)) {
+				return restartRoute{m, path}
+			}
+		}
+	}
+	return restartRoute{}
 }
 
 type taskSummary struct {

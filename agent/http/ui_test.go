@@ -2,6 +2,7 @@ package http
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -104,5 +105,26 @@ func TestClientStatsRoute(t *testing.T) {
 	resp, body := doReq(t, "GET", ts.URL+"/v1/client/stats", "")
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "no client") {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+}
+
+func TestUIRestartButtonFollowsTheRoute(t *testing.T) {
+	fs, _ := xssFixture(t)
+	hh, err := New(Config{Server: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hh.(*handler)
+	get := func() string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/ui/job/xss", nil))
+		return rec.Body.String()
+	}
+	if strings.Contains(get(), `data-action="restart-alloc"`) {
+		t.Fatal("restart button without a restart route")
+	}
+	h.mux.HandleFunc("POST /v1/client/allocation/{id}/restart", func(w http.ResponseWriter, r *http.Request) {})
+	if body := get(); !strings.Contains(body, `data-method="POST" data-path="/v1/client/allocation/{id}/restart"`) {
+		t.Fatalf("no restart button for the running allocation:\n%s", body)
 	}
 }

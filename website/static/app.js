@@ -203,8 +203,8 @@
       .catch(function (e) { flash('Stop failed: ' + e.message, true); });
   }
 
-  function restartAlloc(id) {
-    api('PUT', '/v1/allocation/' + encodeURIComponent(id) + '/restart', {})
+  function restartAlloc(id, method, path) {
+    api(method || 'PUT', (path || '/v1/allocation/{id}/restart').replace('{id}', encodeURIComponent(id)), {})
       .then(function () { flash('Restarting allocation ' + id.slice(0, 8)); scheduleRefresh(); })
       .catch(function (e) { flash('Restart failed: ' + e.message, true); });
   }
@@ -334,7 +334,7 @@
     switch (t.dataset.action) {
       case 'stop-job': stopJob(t.dataset.job, false); break;
       case 'purge-job': stopJob(t.dataset.job, true); break;
-      case 'restart-alloc': restartAlloc(t.dataset.alloc); break;
+      case 'restart-alloc': restartAlloc(t.dataset.alloc, t.dataset.method, t.dataset.path); break;
       case 'run': doRun(); break;
       case 'token':
         var d = document.getElementById('token-dialog');
