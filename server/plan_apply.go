@@ -50,11 +50,19 @@ func (s *Server) applyPlan(p *pendingPlan) (*structs.PlanResult, error) {
 		return result, nil
 	}
 	now := time.Now().UnixNano()
-	req := &structs.ApplyPlanResultsRequest{EvalID: plan.EvalID, UpdatedAt: now}
+	// The Raft entry is normalised as Nomad's plan applier does: a stop
+	// carries only what the state store takes from it, and the job travels
+	// once in req.Job instead of inside every placement. A plan of
+	// thousands of allocations of a large job would otherwise make an entry
+	// of gigabytes.
+	req := &structs.ApplyPlanResultsRequest{EvalID: plan.EvalID, UpdatedAt: now, Job: plan.Job}
 	for _, node := range sortedKeys(result.NodeUpdate) {
 		for _, a := range result.NodeUpdate[node] {
 			a.ModifyTime = now
-			req.AllocsStopped = append(req.AllocsStopped, a)
+			req.AllocsStopped = append(req.AllocsStopped, &structs.Allocation{
+				ID: a.ID, NodeID: a.NodeID, JobID: a.JobID, TaskGroup: a.TaskGroup,
+				DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription, ModifyTime: now,
+			})
 		}
 	}
 	for _, node := range sortedKeys(result.NodeAllocation) {
@@ -63,7 +71,13 @@ func (s *Server) applyPlan(p *pendingPlan) (*structs.PlanResult, error) {
 				a.CreateTime = now
 			}
 			a.ModifyTime = now
-			req.AllocsPlaced = append(req.AllocsPlaced, a)
+			placed := a
+			if plan.Job != nil && a.Job == plan.Job {
+				slim := *a
+				slim.Job = nil
+				placed = &slim
+			}
+			req.AllocsPlaced = append(req.AllocsPlaced, placed)
 		}
 	}
 	_, index, err := s.raftApply(structs.ApplyPlanResultsRequestType, req)

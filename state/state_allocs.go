@@ -94,6 +94,9 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		if a.ClientStatus == "" {
 			a.ClientStatus = structs.AllocClientStatusPending
 		}
+		if a.Job == nil && req.Job != nil && req.Job.ID == a.JobID {
+			a.Job = req.Job
+		}
 		if a.Job == nil && a.JobID != "" {
 			job, err := jobByIDTxn(txn, nil, a.JobID)
 			if err != nil {

@@ -105,8 +105,13 @@ type EvalDeleteRequest struct {
 type ApplyPlanResultsRequest struct {
 	// AllocsStopped holds the stop updates (DesiredStatus stop/evict).
 	AllocsStopped []*Allocation
-	// AllocsPlaced holds new or updated allocations.
+	// AllocsPlaced holds new or updated allocations. A placement whose Job
+	// is nil belongs to Job below (or, when that is nil or another job, to
+	// the stored job), so the job travels once per entry, not once per
+	// allocation.
 	AllocsPlaced []*Allocation
+	// Job is the job version the placements were planned for.
+	Job *Job
 	EvalID       string
 	// Evals are upserted with the plan (e.g. a blocked evaluation).
 	Evals []*Evaluation

@@ -1,6 +1,10 @@
 package http
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
 
 // allocList handles GET /v1/allocations (?prefix, blocking).
 func (h *handler) allocList(w http.ResponseWriter, r *http.Request) (interface{}, error) {
@@ -13,7 +17,21 @@ func (h *handler) allocList(w http.ResponseWriter, r *http.Request) (interface{}
 		return nil, err
 	}
 	setMeta(w, meta)
-	return nonNil(allocs), nil
+	return allocStubs(allocs), nil
+}
+
+// allocStubs returns the allocations without their Job, as Nomad's list
+// routes return AllocListStubs: a list of thousands of allocations would
+// otherwise repeat the whole job spec in every entry. GET
+// /v1/allocation/{id} still carries the job.
+func allocStubs(allocs []*structs.Allocation) []*structs.Allocation {
+	out := make([]*structs.Allocation, len(allocs))
+	for i, a := range allocs {
+		stub := *a
+		stub.Job = nil
+		out[i] = &stub
+	}
+	return out
 }
 
 // allocGet handles GET /v1/allocation/{id} (blocking).

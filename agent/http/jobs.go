@@ -109,7 +109,7 @@ func (h *handler) jobAllocations(w http.ResponseWriter, r *http.Request) (interf
 		return nil, err
 	}
 	setMeta(w, meta)
-	return nonNil(allocs), nil
+	return allocStubs(allocs), nil
 }
 
 // jobEvaluations handles GET /v1/job/{id}/evaluations (blocking).
