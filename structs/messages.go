@@ -111,8 +111,8 @@ type ApplyPlanResultsRequest struct {
 	// allocation.
 	AllocsPlaced []*Allocation
 	// Job is the job version the placements were planned for.
-	Job *Job
-	EvalID       string
+	Job    *Job
+	EvalID string
 	// Evals are upserted with the plan (e.g. a blocked evaluation).
 	Evals []*Evaluation
 	// UpdatedAt is Unix nanoseconds, used as ModifyTime.
