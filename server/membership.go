@@ -263,10 +263,6 @@ func (m *membership) maybeBootstrap() {
 		if mem.Status != MemberAlive || mem.Datacenter != s.config.Datacenter {
 			continue
 		}
-		if mem.BootstrapExpect != 0 && mem.BootstrapExpect != expect {
-			m.logger.Error("servers disagree on bootstrap_expect; not bootstrapping", "server", mem.Name, "theirs", mem.BootstrapExpect, "ours", expect)
-			return
-		}
 		if mem.HasRaftState && mem.Name != s.config.NodeName {
 			m.logger.Info("existing cluster found; waiting for its leader to add this server", "server", mem.Name)
 			s.bootstrapped.Store(true)
@@ -276,6 +272,12 @@ func (m *membership) maybeBootstrap() {
 	}
 	if len(servers) < expect {
 		return
+	}
+	for _, mem := range servers {
+		if mem.BootstrapExpect != expect {
+			m.logger.Error("servers disagree on bootstrap_expect; not bootstrapping", "server", mem.Name, "theirs", mem.BootstrapExpect, "ours", expect)
+			return
+		}
 	}
 	conf := raft.Configuration{}
 	for _, mem := range servers {
