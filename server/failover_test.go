@@ -139,8 +139,10 @@ func TestCluster_FailoverRestoresLeaderState(t *testing.T) {
 	waitFor(t, 10*time.Second, "blocked evaluation", func() (bool, error) {
 		return c.Server(l).Stats()["blocked.total_blocked"] == "1", nil
 	})
-	stop()
+	// Heartbeat until the leader is gone, so only the election, not a
+	// missed heartbeat, could mark the node down.
 	c.Kill(l)
+	stop()
 	nl := c.WaitForLeader()
 	leader := c.Server(nl)
 	waitFor(t, 10*time.Second, "blocked eval and heartbeat timer restored", func() (bool, error) {
