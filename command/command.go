@@ -45,6 +45,8 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 	cmds := map[string]cli.CommandFactory{
 		"agent":        func() (cli.Command, error) { return &AgentCommand{Ui: m.UI}, nil },
 		"job":          func() (cli.Command, error) { return &JobCommand{Meta: m}, nil },
+		"job plan":     func() (cli.Command, error) { return &JobPlanCommand{Meta: m}, nil },
+		"job queue":    func() (cli.Command, error) { return &JobQueueCommand{Meta: m}, nil },
 		"job run":      func() (cli.Command, error) { return &JobRunCommand{Meta: m}, nil },
 		"job status":   func() (cli.Command, error) { return &JobStatusCommand{Meta: m}, nil },
 		"job stop":     func() (cli.Command, error) { return &JobStopCommand{Meta: m}, nil },
@@ -57,6 +59,19 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"event stream": func() (cli.Command, error) { return &EventStreamCommand{Meta: m}, nil },
 		"status":       func() (cli.Command, error) { return &StatusCommand{Meta: m}, nil },
 		"version":      func() (cli.Command, error) { return &VersionCommand{Meta: m}, nil },
+		// HA cluster operations.
+		"server":                    func() (cli.Command, error) { return &ServerCommand{Meta: m}, nil },
+		"server members":            func() (cli.Command, error) { return &ServerMembersCommand{Meta: m}, nil },
+		"server join":               func() (cli.Command, error) { return &ServerJoinCommand{Meta: m}, nil },
+		"operator":                  func() (cli.Command, error) { return &OperatorCommand{Meta: m}, nil },
+		"operator raft":             func() (cli.Command, error) { return &OperatorRaftCommand{Meta: m}, nil },
+		"operator raft list-peers":  func() (cli.Command, error) { return &OperatorRaftListPeersCommand{Meta: m}, nil },
+		"operator raft remove-peer": func() (cli.Command, error) { return &OperatorRaftRemovePeerCommand{Meta: m}, nil },
+		"operator snapshot":         func() (cli.Command, error) { return &OperatorSnapshotCommand{Meta: m}, nil },
+		"operator snapshot save":    func() (cli.Command, error) { return &OperatorSnapshotSaveCommand{Meta: m}, nil },
+		"operator snapshot restore": func() (cli.Command, error) { return &OperatorSnapshotRestoreCommand{Meta: m}, nil },
+		"operator gossip":           func() (cli.Command, error) { return &OperatorGossipCommand{Meta: m}, nil },
+		"operator gossip keygen":    func() (cli.Command, error) { return &OperatorGossipKeygenCommand{Meta: m}, nil },
 	}
 	return cmds
 }

@@ -1,0 +1,66 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+)
+
+// JobPlanResponse is what registering a job would do (PUT
+// /v1/job/{id}/plan); nothing is changed.
+type JobPlanResponse struct {
+	// JobModifyIndex is the running version's, 0 for a new job.
+	JobModifyIndex uint64
+	// Diff lists changes against the running version: "+ path = value",
+	// "- path = value", "~ path: old => new".
+	Diff []string
+	// Groups tells, per task group, where allocations would go or why not.
+	Groups []*GroupPlan
+	// Preemptions names other jobs' allocations that would be evicted.
+	Preemptions []string
+}
+
+// GroupPlan is the planned outcome of one task group.
+type GroupPlan struct {
+	Name                 string
+	Place, Stop, InPlace int
+	// Nodes counts placements per node name.
+	Nodes map[string]int
+	// Queued counts allocations that would wait; Failure says why.
+	Queued  int
+	Failure *AllocMetric
+}
+
+// JobQueueEntry is a job with work waiting to be placed (GET
+// /v1/jobs/queue), listed in placement order: priority, then submit time.
+type JobQueueEntry struct {
+	JobID      string
+	Namespace  string
+	Type       string
+	Priority   int
+	SubmitTime int64
+	EvalID     string
+	// Status is "blocked" (no room yet) or "pending" (waiting for a
+	// scheduler).
+	Status  string
+	Queued  map[string]int
+	Reasons map[string]string
+}
+
+// Plan asks what registering job would do, without doing it.
+func (j *Jobs) Plan(job *Job) (*JobPlanResponse, error) {
+	var out JobPlanResponse
+	if _, err := j.c.write(http.MethodPut, "/v1/job/"+url.PathEscape(job.ID)+"/plan", nil, &JobRegisterRequest{Job: job}, &out, nil); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Queue lists the jobs with work waiting to be placed, in placement order.
+func (j *Jobs) Queue(q *QueryOptions) ([]*JobQueueEntry, *QueryMeta, error) {
+	var out []*JobQueueEntry
+	qm, err := j.c.query("/v1/jobs/queue", &out, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, qm, nil
+}
