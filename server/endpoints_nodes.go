@@ -37,6 +37,11 @@ func (s *Server) NodeRegister(ctx context.Context, node *structs.Node) (time.Dur
 	default:
 		return 0, fmt.Errorf("node register: %w: unknown status %q", structs.ErrInvalid, n.Status)
 	}
+	if old, err := s.fsm.State().NodeByID(nil, n.ID); err == nil && old != nil {
+		// Eligibility and drain are the servers' to set (node drain,
+		// node eligibility): a client registering again keeps them.
+		n.SchedulingEligibility, n.DrainStrategy = old.SchedulingEligibility, old.DrainStrategy
+	}
 	if n.SchedulingEligibility == "" {
 		n.SchedulingEligibility = structs.NodeSchedulingEligible
 	}

@@ -86,7 +86,7 @@ func (s *Server) establishLeadership(ctx context.Context, ls *leaderState) error
 	s.broker.SetEnabled(true)
 	s.blocked.SetEnabled(true)
 	s.planQueue.SetEnabled(true)
-	for _, fn := range []func(context.Context){s.planApplier, s.reapFailedEvals, s.reapDuplicateBlockedEvals} {
+	for _, fn := range []func(context.Context){s.planApplier, s.reapFailedEvals, s.reapDuplicateBlockedEvals, s.drainer} {
 		ls.wg.Add(1)
 		go func() {
 			defer ls.wg.Done()

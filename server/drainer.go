@@ -1,0 +1,141 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// drainInterval is how often the leader's drainer looks at draining nodes.
+const drainInterval = 250 * time.Millisecond
+
+// Allocation desired descriptions the drainer writes.
+const (
+	descDrainMigrated = "alloc migrated by node drain: its replacement runs"
+	descDrainDeadline = "node drain deadline reached"
+)
+
+// drainer runs on the leader until ctx ends: every drainInterval it
+// advances each draining node's drain. The rules, after Nomad's
+// nomad/drainer (whose batching by migrate.max_parallel this version does
+// not have):
+//
+//   - A running service allocation is marked DesiredTransition.Migrate and
+//     its job evaluated: the scheduler places a replacement on another node
+//     (the draining node is ineligible) and keeps the old one running.
+//   - A migrating allocation is stopped once its replacement (the
+//     allocation naming it PreviousAllocation) is running, so the service
+//     is never down for the move.
+//   - Batch allocations run on until the deadline.
+//   - At the deadline every allocation left is stopped and its job
+//     evaluated (a batch allocation that had not finished runs again
+//     elsewhere).
+//   - A node with nothing left running ends its drain: the strategy is
+//     cleared and the node stays ineligible.
+func (s *Server) drainer(ctx context.Context) {
+	t := time.NewTicker(drainInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		nodes, err := s.fsm.State().Nodes(nil)
+		if err != nil {
+			s.logger.Warn("drainer: list nodes", "error", err)
+			continue
+		}
+		for _, n := range nodes {
+			if n.DrainStrategy == nil {
+				continue
+			}
+			if err := s.drainNode(n); err != nil && ctx.Err() == nil {
+				s.logger.Warn("drainer: drain step failed", "node_id", n.ID, "error", err)
+			}
+		}
+	}
+}
+
+// drainNode advances one node's drain by one step.
+func (s *Server) drainNode(n *structs.Node) error {
+	st := s.fsm.State()
+	allocs, err := st.AllocsByNode(nil, n.ID)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UnixNano()
+	pastDeadline := n.DrainStrategy.ForceDeadline != 0 && now >= n.DrainStrategy.ForceDeadline
+	var stops, marks []*structs.Allocation
+	evals := map[string]*structs.Evaluation{}
+	evalFor := func(a *structs.Allocation) {
+		if evals[a.JobID] == nil {
+			evals[a.JobID] = s.jobEval(a, structs.EvalTriggerNodeUpdate)
+		}
+	}
+	remaining := 0
+	for _, a := range allocs {
+		if a.DesiredStatus != structs.AllocDesiredStatusRun || a.ClientTerminalStatus() {
+			continue
+		}
+		remaining++
+		isBatch := a.Job != nil && a.Job.Type == structs.JobTypeBatch
+		switch {
+		case pastDeadline:
+			stops = append(stops, &structs.Allocation{ID: a.ID, DesiredStatus: structs.AllocDesiredStatusStop, DesiredDescription: descDrainDeadline})
+			evalFor(a)
+		case isBatch:
+			// Runs to completion or to the deadline.
+		case !a.DesiredTransition.Migrate:
+			m := a.Copy()
+			m.DesiredTransition.Migrate = true
+			marks = append(marks, m)
+			evalFor(a)
+		default:
+			repl, err := s.replacementOf(a)
+			if err != nil {
+				return err
+			}
+			if repl != nil && repl.ClientStatus == structs.AllocClientStatusRunning {
+				stops = append(stops, &structs.Allocation{ID: a.ID, DesiredStatus: structs.AllocDesiredStatusStop, DesiredDescription: descDrainMigrated})
+			}
+		}
+	}
+	if remaining == 0 {
+		done := n.Copy()
+		done.DrainStrategy = nil
+		if _, _, err := s.raftApply(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: done}); err != nil {
+			return err
+		}
+		s.logger.Info("node drain complete", "node_id", n.ID)
+		return nil
+	}
+	if len(stops) == 0 && len(marks) == 0 {
+		return nil
+	}
+	list := make([]*structs.Evaluation, 0, len(evals))
+	for _, e := range evals {
+		list = append(list, e)
+	}
+	if _, err := s.applyStops(stops, list, marks...); err != nil {
+		return err
+	}
+	s.logger.Info("drain step", "node_id", n.ID, "migrating", len(marks), "stopped", len(stops), "past_deadline", pastDeadline)
+	return nil
+}
+
+// replacementOf returns the newest live allocation that replaces a, or nil.
+func (s *Server) replacementOf(a *structs.Allocation) (*structs.Allocation, error) {
+	allocs, err := s.fsm.State().AllocsByJob(nil, a.JobID)
+	if err != nil {
+		return nil, err
+	}
+	var best *structs.Allocation
+	for _, c := range allocs {
+		if c.PreviousAllocation == a.ID && c.DesiredStatus == structs.AllocDesiredStatusRun && (best == nil || c.CreateIndex > best.CreateIndex) {
+			best = c
+		}
+	}
+	return best, nil
+}
