@@ -259,6 +259,20 @@ func TestUIBrowser(t *testing.T) {
 	if title := b.text(t, "#plan-title"); !strings.Contains(title, "ui-demo") {
 		t.Fatalf("plan title %q", title)
 	}
+	// With the plan endpoint the page shows the scheduler's plan, without
+	// it the parsed job; either way it names the group.
+	body := b.text(t, "#plan-output")
+	if resp, err := http.Post(base+"/v1/job/ui-demo/plan", "application/json", strings.NewReader(`{}`)); err == nil {
+		resp.Body.Close()
+		hasPlan := resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed
+		if hasPlan && !strings.Contains(body, "Group web: place 1") {
+			t.Errorf("plan output %q lacks the placement", body)
+		}
+		if !hasPlan && !strings.Contains(body, "no plan endpoint") {
+			t.Errorf("plan output %q does not say it shows the parsed job", body)
+		}
+		t.Logf("run page plan (plan endpoint %v): %.300s", hasPlan, body)
+	}
 	b.shot(t, "run")
 	b.run(t, "run the job", 30*time.Second,
 		chromedp.Click(css("#run-button")),

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/gpulayer/gpulayer/structs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -123,16 +122,6 @@ func (c *gpuCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descGPUUtil, prometheus.GaugeValue, d.UtilizationPercent, labels...)
 		ch <- prometheus.MustNewConstMetric(descGPUMemUsed, prometheus.GaugeValue, float64(d.MemoryUsedMiB), labels...)
 	}
-}
-
-// clientStats handles GET /v1/client/stats: the local client's latest GPU
-// telemetry (structs.NodeDeviceStats). A server-only agent answers 404.
-func (h *handler) clientStats(w http.ResponseWriter, r *http.Request) (interface{}, error) {
-	ds, ok := h.client.(deviceStatser)
-	if h.client == nil || !ok {
-		return nil, &codedError{code: http.StatusNotFound, msg: "this agent runs no client: " + structs.ErrNotFound.Error()}
-	}
-	return ds.DeviceStats(), nil
 }
 
 // observabilityRoutes registers /v1/metrics, /v1/event/stream,

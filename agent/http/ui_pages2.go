@@ -38,6 +38,9 @@ type allocView struct {
 	DesiredDescription, ClientDescription string
 	GPUs                                  []gpuUse
 	Tasks                                 []taskStateRow
+	// RemoteStats is set when the allocation's node is not this agent's
+	// client: the page reads its telemetry through /v1/client/stats.
+	RemoteStats bool
 }
 
 // pollMillis is the local client's GPU sampling period in milliseconds
@@ -104,6 +107,7 @@ func (u *ui) allocPage(r *http.Request) (string, pageData, error) {
 		tasks = append(tasks, &structs.Task{Name: name})
 	}
 	stats := u.localStats(a.NodeID)
+	v.RemoteStats = stats == nil
 	for _, t := range tasks {
 		if t == nil {
 			continue

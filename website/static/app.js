@@ -190,6 +190,42 @@
     open();
   }
 
+  // ---- telemetry of other nodes ----------------------------------------------
+
+  // fillRemoteStats reads the telemetry of nodes that are not this agent's
+  // client (the agent proxies /v1/client/stats?node_id= to them) into the
+  // rows of [data-stats-node] boxes.
+  function fillRemoteStats() {
+    document.querySelectorAll('[data-stats-node]').forEach(function (box) {
+      api('GET', '/v1/client/stats?node_id=' + encodeURIComponent(box.dataset.statsNode)).then(function (st) {
+        if (!st || !st.SampledAt) { return; }
+        (st.Devices || []).forEach(function (d) {
+          var row = null;
+          box.querySelectorAll('tr[data-gpu]').forEach(function (r) { if (r.dataset.gpu === d.ID) { row = r; } });
+          if (!row || d.Error) { return; }
+          var u = row.querySelector('.util');
+          if (u) {
+            var meter = el('span', null, 'meter');
+            var fill = el('span', null, 'meter-fill');
+            fill.style.width = Math.max(0, Math.min(100, d.UtilizationPercent)) + '%';
+            meter.title = d.UtilizationPercent.toFixed(1) + ' %';
+            meter.appendChild(fill);
+            u.textContent = '';
+            u.appendChild(meter);
+            u.appendChild(document.createTextNode(' ' + Math.round(d.UtilizationPercent) + ' %'));
+          }
+          var m = row.querySelector('.mem');
+          if (m) { m.textContent = d.MemoryUsedMiB + (m.dataset.total ? ' / ' + d.MemoryTotalMiB : '') + ' MiB'; }
+        });
+        var at = box.querySelector('.telemetry-at');
+        if (at) {
+          var ago = Math.max(0, Math.round((Date.now() - st.SampledAt / 1e6) / 1000));
+          at.textContent = ' · GPU telemetry sampled ' + ago + 's ago (from the node)';
+        }
+      }).catch(function () { /* the node may be down: leave the dashes */ });
+    });
+  }
+
   // ---- actions ------------------------------------------------------------
 
   function stopJob(id, purge) {
@@ -244,37 +280,57 @@
     return box;
   }
 
+  function failureText(m) {
+    if (!m) { return ''; }
+    if (m.Explanation) { return m.Explanation; }
+    var parts = [];
+    [m.ConstraintFiltered || {}, m.DimensionExhausted || {}].forEach(function (mm) {
+      Object.keys(mm).forEach(function (k) { parts.push(k + ': ' + mm[k] + ' nodes'); });
+    });
+    return (m.NodesEvaluated || 0) + ' nodes evaluated, ' + (m.NodesFiltered || 0) + ' filtered, ' +
+      (m.NodesExhausted || 0) + ' exhausted' + (parts.length ? ' (' + parts.join('; ') + ')' : '');
+  }
+
+  // planView renders GPUlayer's plan response (Groups, Diff, Preemptions)
+  // or a Nomad-shaped one (Annotations, FailedTGAllocs), as text only.
   function planView(plan) {
     var box = el('div');
-    var failed = plan.FailedTGAllocs || {};
-    var names = Object.keys(failed);
-    if (plan.Annotations && plan.Annotations.DesiredTGUpdates) {
-      var d = plan.Annotations.DesiredTGUpdates;
+    if (plan.Groups) {
+      plan.Groups.forEach(function (g) {
+        var nodes = Object.keys(g.Nodes || {}).sort().map(function (n) { return n + ' ×' + g.Nodes[n]; }).join(', ');
+        var p = el('p');
+        p.appendChild(el('strong', 'Group ' + g.Name));
+        p.appendChild(document.createTextNode(': place ' + (g.Place || 0) + (nodes ? ' (' + nodes + ')' : '') +
+          ', stop ' + (g.Stop || 0) + ', update in place ' + (g.InPlace || 0) + ', queued ' + (g.Queued || 0)));
+        box.appendChild(p);
+        if (g.Failure) {
+          box.appendChild(el('p', 'Would wait: ' + failureText(g.Failure), 'failure'));
+        }
+      });
+      if (plan.Preemptions && plan.Preemptions.length) {
+        box.appendChild(el('p', 'Would preempt: ' + plan.Preemptions.join(', '), 'reason'));
+      }
+      if (!plan.JobModifyIndex) {
+        box.appendChild(el('p', 'A new job: nothing runs under this ID yet.', 'muted'));
+      } else if (plan.Diff && plan.Diff.length) {
+        box.appendChild(el('h3', 'Changes against the running version'));
+        box.appendChild(el('pre', plan.Diff.join('\n')));
+      }
+    } else {
+      var d = (plan.Annotations && plan.Annotations.DesiredTGUpdates) || {};
       Object.keys(d).forEach(function (g) {
         var u = d[g];
         var parts = Object.keys(u).filter(function (k) { return u[k]; }).map(function (k) { return u[k] + ' ' + k.toLowerCase(); });
         box.appendChild(el('p', 'Group ' + g + ': ' + (parts.join(', ') || 'no change')));
       });
-    }
-    if (names.length) {
-      names.forEach(function (g) {
-        var m = failed[g] || {};
-        var p = el('div', null, 'failure');
-        p.appendChild(el('p', 'Group ' + g + ' would not be placed: ' + (m.NodesEvaluated || 0) + ' nodes evaluated, ' + (m.NodesFiltered || 0) + ' filtered, ' + (m.NodesExhausted || 0) + ' exhausted.'));
-        var ul = el('ul');
-        [m.ConstraintFiltered || {}, m.DimensionExhausted || {}].forEach(function (mm) {
-          Object.keys(mm).forEach(function (k) { ul.appendChild(el('li', k + ': ' + mm[k] + ' nodes')); });
-        });
-        p.appendChild(ul);
-        box.appendChild(p);
+      var failed = plan.FailedTGAllocs || {};
+      Object.keys(failed).forEach(function (g) {
+        box.appendChild(el('p', 'Group ' + g + ' would not be placed: ' + failureText(failed[g]), 'failure'));
       });
-    } else {
-      box.appendChild(el('p', 'Every group can be placed.'));
     }
-    var pre = el('pre', JSON.stringify(plan, null, 2));
     var details = el('details');
     details.appendChild(el('summary', 'Full plan response'));
-    details.appendChild(pre);
+    details.appendChild(el('pre', JSON.stringify(plan, null, 2)));
     box.appendChild(details);
     return box;
   }
@@ -299,7 +355,7 @@
         .then(function (plan) {
           showPlan('Plan for ' + job.ID, 'What the scheduler would do now (nothing has been submitted).', planView(plan));
         }, function (e) {
-          if (e.status === 404 || e.status === 405) {
+          if (e.status === 404 || e.status === 405 || e.status === 501) {
             var box = jobSummary(job);
             showPlan('Parsed job ' + job.ID, 'This server has no plan endpoint yet: showing the parsed job instead of a placement plan.', box);
             return;
@@ -381,6 +437,8 @@
     }
     document.querySelectorAll('pre[data-log-alloc]').forEach(followLog);
     streamEvents();
+    fillRemoteStats();
+    document.body.addEventListener('gpulayer:refreshed', fillRemoteStats);
     var poll = parseInt(document.body.dataset.poll || '0', 10);
     if (poll > 0) { setInterval(scheduleRefresh, Math.max(poll, 1000)); }
   });
