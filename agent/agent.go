@@ -74,6 +74,14 @@ func New(cfg *Config, logger hclog.Logger) (*Agent, error) {
 
 func (a *Agent) start() error {
 	cfg := a.config
+	// Take the HTTP port first, so a port already in use fails start-up
+	// before Raft has touched the data dir.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr())
+	if err != nil {
+		return fmt.Errorf("http: listen on %s: %w", cfg.HTTPAddr(), err)
+	}
+	a.listener = ln
+
 	if cfg.Server.Enabled {
 		scfg := &server.Config{
 			DataDir:         filepath.Join(cfg.DataDir, "server"),
@@ -108,12 +116,6 @@ func (a *Agent) start() error {
 			}
 		}
 	}
-
-	ln, err := net.Listen("tcp", cfg.HTTPAddr())
-	if err != nil {
-		return fmt.Errorf("http: listen on %s: %w", cfg.HTTPAddr(), err)
-	}
-	a.listener = ln
 
 	if cfg.Client.Enabled {
 		var servers client.ServerConn

@@ -88,7 +88,11 @@ func (c *AgentCommand) Run(args []string) int {
 	}
 	c.Ui.Output(fmt.Sprintf("==> GPUlayer agent started! HTTP API on http://%s (data dir %s)", a.HTTPAddr(), cfg.DataDir))
 	if cfg.DevMode {
-		c.Ui.Output("==> Dev mode: server and client in one process. Try: gpulayer job run examples/hello-gpu.hcl")
+		try := "gpulayer job run examples/hello-gpu.hcl"
+		if addr := "http://" + a.HTTPAddr(); addr != "http://127.0.0.1:4656" {
+			try = "gpulayer job run -address=" + addr + " examples/hello-gpu.hcl"
+		}
+		c.Ui.Output("==> Dev mode: server and client in one process. Try: " + try)
 	}
 
 	sigCh := make(chan os.Signal, 4)
