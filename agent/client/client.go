@@ -150,6 +150,9 @@ func (c *Client) buildNode() (*structs.Node, error) {
 		}
 	}
 	n.NodeResources.Devices = c.fingerprintDevices(id)
+	if err := c.applyNodeClass(n); err != nil {
+		return nil, err
+	}
 	c.logger.Info("node fingerprinted", "node_id", id, "name", n.Name, "cpu_mhz", n.NodeResources.CPU,
 		"memory_mib", n.NodeResources.MemoryMB, "device_groups", len(n.NodeResources.Devices))
 	return n, nil

@@ -55,6 +55,14 @@ type Config struct {
 	// SimulatedDevices are added to the node's devices as declared (tests,
 	// config files), whatever the mode.
 	SimulatedDevices []*structs.DeviceGroup
+	// MemoryModel overrides the detected memory model ("discrete" or
+	// "unified"); empty means detect it from the devices.
+	MemoryModel string
+	// Availability is the node's availability class, "continuous" (the
+	// default when empty) or "opportunistic".
+	Availability string
+	// Reserved lists capabilities the node is kept for, such as "voice".
+	Reserved []string
 	// Servers is required.
 	Servers ServerConn
 	// Logger defaults to a null logger.

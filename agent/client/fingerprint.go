@@ -145,6 +145,11 @@ func (c *Client) fingerprintDevices(nodeID string) []*structs.DeviceGroup {
 	if err != nil {
 		c.logger.Info("no NVIDIA GPUs: " + err.Error())
 	}
+	if c.cfg.detectGPUs == nil {
+		if apple, err := devices.DetectApple(); err == nil {
+			groups = append(groups, apple...)
+		}
+	}
 	real := 0
 	for _, g := range groups {
 		real += len(g.Instances)
