@@ -145,6 +145,10 @@ func (a *Agent) start() error {
 				simulated = append(simulated, devices.Simulated(hex.EncodeToString(seed[:]), devGPUs))
 			}
 		}
+		if len(cfg.Client.SimulatedGPUs) > 0 {
+			seed := sha256.Sum256([]byte(cfg.Name + "\x00" + cfg.DataDir + "\x00declared"))
+			simulated = append(simulated, simulatedGroups(hex.EncodeToString(seed[:]), cfg.Client.SimulatedGPUs)...)
+		}
 		cl, err := client.NewClient(&client.Config{
 			DataDir:          filepath.Join(cfg.DataDir, "client"),
 			NodeName:         cfg.Name,
@@ -155,6 +159,9 @@ func (a *Agent) start() error {
 			DevMode:          cfg.DevMode,
 			DevGPUs:          devGPUs,
 			SimulatedDevices: simulated,
+			MemoryModel:      cfg.Client.MemoryModel,
+			Availability:     cfg.Client.Availability,
+			Reserved:         cfg.Client.Reserved,
 			Servers:          servers,
 			Logger:           a.logger.Named("client"),
 			LogMaxFiles:      cfg.Client.LogMaxFiles,

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -104,6 +105,17 @@ type ClientConfig struct {
 	// Defaults 10 files of 10 MiB.
 	LogMaxFiles      int `hcl:"log_max_files,optional"`
 	LogMaxFileSizeMB int `hcl:"log_max_file_size_mb,optional"`
+	// Availability is the node's class: "continuous" (default) or
+	// "opportunistic" (takes only work that opts in).
+	Availability string `hcl:"availability,optional"`
+	// Reserved lists capabilities the node is kept for, such as "voice":
+	// it takes only work that requires one of them.
+	Reserved []string `hcl:"reserved,optional"`
+	// MemoryModel overrides the detected memory model: "discrete" or
+	// "unified".
+	MemoryModel string `hcl:"memory_model,optional"`
+	// SimulatedGPUs declares simulated GPUs (see SimulatedGPUConfig).
+	SimulatedGPUs []*SimulatedGPUConfig `hcl:"simulated_gpu,block"`
 }
 
 // DefaultConfig returns the defaults for a production agent (neither role
@@ -257,6 +269,18 @@ func (c *Config) Merge(o *Config) {
 		if cl.LogMaxFileSizeMB != 0 {
 			c.Client.LogMaxFileSizeMB = cl.LogMaxFileSizeMB
 		}
+		if cl.Availability != "" {
+			c.Client.Availability = cl.Availability
+		}
+		if cl.Reserved != nil {
+			c.Client.Reserved = append([]string(nil), cl.Reserved...)
+		}
+		if cl.MemoryModel != "" {
+			c.Client.MemoryModel = cl.MemoryModel
+		}
+		if cl.SimulatedGPUs != nil {
+			c.Client.SimulatedGPUs = cl.SimulatedGPUs
+		}
 	}
 }
 
@@ -283,6 +307,20 @@ func (c *Config) Validate() error {
 	p = append(p, c.validateCluster()...)
 	if c.Client.DevGPUs != nil && (*c.Client.DevGPUs < 0 || *c.Client.DevGPUs > 64) {
 		p = append(p, fmt.Sprintf("client.dev_gpus: must be between 0 and 64, got %d", *c.Client.DevGPUs))
+	}
+	if err := structs.ValidateNodeClass(c.Client.MemoryModel, c.Client.Availability, c.Client.Reserved); err != nil {
+		var ve *structs.ValidationError
+		if errors.As(err, &ve) {
+			for _, prob := range ve.Problems {
+				p = append(p, "client."+prob)
+			}
+		}
+	}
+	for i, s := range c.Client.SimulatedGPUs {
+		if s == nil {
+			continue
+		}
+		p = append(p, s.validate(i+1)...)
 	}
 	switch strings.ToUpper(c.LogLevel) {
 	case "TRACE", "DEBUG", "INFO", "WARN", "ERROR":

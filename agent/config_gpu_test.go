@@ -1,0 +1,96 @@
+package agent
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+func TestParseConfigNodeClass(t *testing.T) {
+	src := `
+client {
+  enabled      = true
+  servers      = ["10.0.0.2:4656"]
+  availability = "opportunistic"
+  reserved     = ["voice"]
+  memory_model = "discrete"
+  simulated_gpu {
+    count  = 2
+    model  = "NVIDIA A100-SXM4-80GB"
+    memory = 81920
+  }
+  simulated_gpu {
+    count       = 1
+    mig_profile = "3g.40gb"
+    mig_slices  = 2
+    mig_memory  = 40192
+  }
+}
+`
+	fileCfg, err := ParseConfig("agent.hcl", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Merge(fileCfg)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Client.Availability != "opportunistic" || strings.Join(cfg.Client.Reserved, ",") != "voice" || len(cfg.Client.SimulatedGPUs) != 2 {
+		t.Fatalf("client config %+v", cfg.Client)
+	}
+	groups := simulatedGroups("seed-0123456789", cfg.Client.SimulatedGPUs)
+	var a100, mig *structs.DeviceGroup
+	for _, g := range groups {
+		if g.Attributes["mig"] != nil {
+			mig = g
+		} else {
+			a100 = g
+		}
+		if s := g.Attributes["simulated"]; s == nil || s.Text() != "true" {
+			t.Fatalf("group %s not marked simulated", g.Name)
+		}
+	}
+	if a100 == nil || a100.Name != "NVIDIA A100-SXM4-80GB" || len(a100.Instances) != 2 || a100.MemoryMiB() != 81920 {
+		t.Fatalf("A100 group %+v", a100)
+	}
+	// One MIG-enabled GPU with 2 slices offers exactly 2 instances.
+	if mig == nil || len(mig.Instances) != 2 || mig.MemoryMiB() != 40192 || len(groups) != 2 {
+		t.Fatalf("MIG group %+v (groups %d)", mig, len(groups))
+	}
+	again := simulatedGroups("seed-0123456789", cfg.Client.SimulatedGPUs)
+	if again[0].Instances[0].ID != groups[0].Instances[0].ID {
+		t.Fatal("simulated instance IDs are not stable for a seed")
+	}
+}
+
+func TestParseConfigNodeClassErrors(t *testing.T) {
+	cases := []struct {
+		name, body, want string
+	}{
+		{"availability", `availability = "weekends"`, `client.availability: must be "continuous" or "opportunistic", got "weekends"`},
+		{"reserved", `reserved = ["a b"]`, `client.reserved 1: invalid capability name "a b"`},
+		{"memory model", `memory_model = "shared"`, `client.memory_model`},
+		{"gpu count", "simulated_gpu {\n    count = 0\n  }", "client.simulated_gpu 1: count: must be between 1 and 64, got 0"},
+		{"mig without profile", "simulated_gpu {\n    count = 1\n    mig_slices = 2\n  }", "client.simulated_gpu 1: mig_profile and mig_memory are required"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fileCfg, err := ParseConfig("agent.hcl", []byte("client {\n  enabled = true\n  servers = [\"10.0.0.2:4656\"]\n  "+tc.body+"\n}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := DefaultConfig()
+			cfg.Merge(fileCfg)
+			err = cfg.Validate()
+			if err == nil || !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate() = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := ParseConfig("agent.hcl", []byte("client {\n  reserved = \"voice\"\n}\n")); err == nil || !strings.Contains(err.Error(), "agent.hcl:2:") {
+		t.Fatalf("reserved as a string: %v", err)
+	}
+}
