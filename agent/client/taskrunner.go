@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,6 +38,11 @@ type taskRunner struct {
 	killOnce sync.Once
 	killCh   chan struct{}
 	done     chan struct{}
+	// restartCh asks the running task to be stopped and started again
+	// (alloc restart), outside the restart policy; restarting is set while
+	// that happens.
+	restartCh  chan struct{}
+	restarting atomic.Bool
 }
 
 func newTaskRunner(ar *allocRunner, task *structs.Task, drv driver.Driver, rp *structs.RestartPolicy) *taskRunner {
@@ -51,8 +57,9 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, drv driver.Driver, rp *s
 		taskDir: filepath.Join(ar.allocDir, task.Name),
 		logger:  ar.logger.With("task", task.Name),
 		restart: newRestartTracker(rp, jobType),
-		killCh:  make(chan struct{}),
-		done:    make(chan struct{}),
+		killCh:    make(chan struct{}),
+		done:      make(chan struct{}),
+		restartCh: make(chan struct{}, 1),
 	}
 }
 
@@ -128,6 +135,15 @@ func (tr *taskRunner) run() {
 				e.Details = map[string]string{"driver": tr.drv.Name()}
 			}), true)
 			return
+		}
+		if tr.restarting.Swap(false) && !killed {
+			tr.setState(tr.event(structs.TaskEventRestarting, "Restart requested by user", func(e *structs.TaskEvent) {
+				e.ExitCode, e.Signal = res.ExitCode, res.Signal
+			}), func(ts *structs.TaskState) {
+				ts.State = structs.TaskStatePending
+				ts.Restarts++
+			})
+			continue
 		}
 		if killed {
 			tr.dead(tr.event(structs.TaskEventKilled, "Task successfully killed", func(e *structs.TaskEvent) {
@@ -269,6 +285,8 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 		// An exit racing a kill request counts as killed.
 		return res, tr.killed(), nil
 	case <-tr.killCh:
+	case <-tr.restartCh:
+		tr.restarting.Store(true)
 	}
 	timeout := tr.task.KillTimeout
 	if timeout <= 0 {
@@ -282,7 +300,7 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 	if res == nil {
 		res = &driver.ExitResult{ExitCode: -1}
 	}
-	return res, true, nil
+	return res, !tr.restarting.Load() || tr.killed(), nil
 }
 
 // setup builds the task directory and opens the log writers. It returns
@@ -352,4 +370,18 @@ func (tr *taskRunner) env() map[string]string {
 	}
 	schedulingEnv(env, a, tr.resources())
 	return env
+}
+
+// requestRestart asks the running task to stop and start again. It
+// reports false when the task is not running (or a restart is pending).
+func (tr *taskRunner) requestRestart() bool {
+	if tr.killed() {
+		return false
+	}
+	select {
+	case tr.restartCh <- struct{}{}:
+		return true
+	default:
+		return false
+	}
 }
