@@ -51,12 +51,12 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, drv driver.Driver, rp *s
 		jobType = ar.alloc.Job.Type
 	}
 	return &taskRunner{
-		ar:      ar,
-		task:    task,
-		drv:     drv,
-		taskDir: filepath.Join(ar.allocDir, task.Name),
-		logger:  ar.logger.With("task", task.Name),
-		restart: newRestartTracker(rp, jobType),
+		ar:        ar,
+		task:      task,
+		drv:       drv,
+		taskDir:   filepath.Join(ar.allocDir, task.Name),
+		logger:    ar.logger.With("task", task.Name),
+		restart:   newRestartTracker(rp, jobType),
 		killCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		restartCh: make(chan struct{}, 1),
