@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"runtime"
 	"strconv"
+	"sync"
 	"time"
+	"weak"
 
 	"github.com/gpulayer/gpulayer/server"
 	"github.com/gpulayer/gpulayer/structs"
@@ -58,12 +61,25 @@ func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sub := src.Events(from, topics)
+	// End the stream when the HTTP server shuts down, so a graceful
+	// shutdown does not wait for it.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	if done := serverShutdown(r); done != nil {
+		go func() {
+			select {
+			case <-done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 
 	// Probe before committing to a 200: an expired context makes Next
 	// return at once, with a batch already held, the truncation error, or
 	// the context error when there is nothing yet.
-	expired, cancel := context.WithCancel(r.Context())
-	cancel()
+	expired, expire := context.WithCancel(ctx)
+	expire()
 	first, err := sub.Next(expired)
 	if errors.Is(err, server.ErrEventsTruncated) {
 		h.writeError(w, r, &codedError{code: http.StatusGone, msg: err.Error()})
@@ -88,15 +104,15 @@ func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for {
-		ctx, cancel := context.WithTimeout(r.Context(), eventHeartbeat)
-		batch, err := sub.Next(ctx)
-		cancel()
+		beat, cancelBeat := context.WithTimeout(ctx, eventHeartbeat)
+		batch, err := sub.Next(beat)
+		cancelBeat()
 		switch {
 		case err == nil:
 			if !send(batch) {
 				return
 			}
-		case r.Context().Err() != nil:
+		case ctx.Err() != nil:
 			return
 		case errors.Is(err, context.DeadlineExceeded):
 			if !send(struct{}{}) {
@@ -108,4 +124,28 @@ func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// shutdownChans maps each *http.Server (weakly) to a channel closed when it
+// begins a graceful shutdown.
+var shutdownChans sync.Map // weak.Pointer[http.Server] -> chan struct{}
+
+// serverShutdown returns a channel closed when the http.Server serving r
+// shuts down, or nil when r was not served by one (a test recorder).
+func serverShutdown(r *http.Request) <-chan struct{} {
+	srv, _ := r.Context().Value(http.ServerContextKey).(*http.Server)
+	if srv == nil {
+		return nil
+	}
+	key := weak.Make(srv)
+	if ch, ok := shutdownChans.Load(key); ok {
+		return ch.(chan struct{})
+	}
+	ch := make(chan struct{})
+	if prev, loaded := shutdownChans.LoadOrStore(key, ch); loaded {
+		return prev.(chan struct{})
+	}
+	srv.RegisterOnShutdown(func() { close(ch) })
+	runtime.AddCleanup(srv, func(k weak.Pointer[http.Server]) { shutdownChans.Delete(k) }, key)
+	return ch
 }
