@@ -297,6 +297,38 @@ func TestGang(t *testing.T) {
 		}
 		checkInvariants(t, h.state)
 	})
+	t.Run("meta update in place keeps members and devices", func(t *testing.T) {
+		h := newHarness(t)
+		h.state.upsertNode(gpuNode("a", 4, h100, 81559))
+		h.register(gangJob("ddp", 2, 1))
+		before := h.state.liveAllocs("ddp")
+		upd := h.state.jobs["ddp"].Copy()
+		upd.TaskGroups[0].Meta = map[string]string{"run": "2"}
+		h.register(upd)
+		after := h.state.liveAllocs("ddp")
+		if len(after) != 2 {
+			t.Fatalf("live %v", names(after))
+		}
+		for i := range after {
+			if after[i].ID != before[i].ID || !slices.Equal(after[i].DeviceIDs(), before[i].DeviceIDs()) || after[i].Gang.Attempt != 0 {
+				t.Fatalf("member %d changed: %s %v -> %s %v", i, before[i].ID, before[i].DeviceIDs(), after[i].ID, after[i].DeviceIDs())
+			}
+			if after[i].Job.TaskGroups[0].Meta["run"] != "2" {
+				t.Fatalf("member %d not updated", i)
+			}
+		}
+		// A real change replaces the whole gang with the next attempt.
+		big := h.state.jobs["ddp"].Copy()
+		big.TaskGroups[0].Tasks[0].Resources.CPU = 200
+		h.register(big)
+		h.state.setClientStatus(structs.AllocClientStatusComplete, after...)
+		h.process(newEval(h.state.jobs["ddp"], structs.EvalTriggerQueuedAllocs))
+		now := h.state.liveAllocs("ddp")
+		if len(now) != 2 || now[0].Gang.Attempt != 1 || now[0].Gang.Restarts != 0 {
+			t.Fatalf("after update: %v", names(now))
+		}
+		checkInvariants(t, h.state)
+	})
 	t.Run("member failure restarts all", func(t *testing.T) {
 		h := newHarness(t)
 		h.state.upsertNode(gpuNode("a", 4, h100, 81559))
