@@ -345,6 +345,21 @@ func TestClusterKillLeaderDuringSubmissions(t *testing.T) {
 
 	live := c.checkAllocs(t)
 
+	// Both clients kept (or moved) their server connection through the
+	// kills: their nodes are ready.
+	var nodes []struct{ Name, Status string }
+	if err := c.get(c.leader(), "/v1/nodes", &nodes); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != len(c.clients) {
+		t.Errorf("%d nodes registered, want %d", len(nodes), len(c.clients))
+	}
+	for _, n := range nodes {
+		if n.Status != structs.NodeStatusReady {
+			t.Errorf("node %s is %s after the leader kills, want ready", n.Name, n.Status)
+		}
+	}
+
 	res, info := porcupine.CheckOperationsVerbose(jobRegisterModel, h.ops, 60*time.Second)
 	switch res {
 	case porcupine.Illegal:
