@@ -81,6 +81,9 @@ func TestE2EGangRanksAndRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the real binary")
 	}
+	if raceEnabled {
+		t.Skip("the agent is a separate process the race detector does not watch; the non-race pass runs this")
+	}
 	a := startDevAgent(t, t.TempDir())
 	work := t.TempDir()
 	spec := filepath.Join(work, "gang.hcl")

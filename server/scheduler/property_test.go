@@ -98,8 +98,8 @@ func randomJob(rng *rand.Rand, id string) *structs.Job {
 // where it fits).
 func TestPropertyRandomFleets(t *testing.T) {
 	workloads := 2000
-	if testing.Short() {
-		workloads = 200
+	if testing.Short() || raceEnabled {
+		workloads = 300
 	}
 	rng := rand.New(rand.NewPCG(2026, 11))
 	stats := map[string]int{}
