@@ -477,6 +477,28 @@ func (s *Server) LeaderHTTPAddr() string {
 	return mem.HTTPAddr
 }
 
+// Leave announces over gossip that this server is leaving the cluster for
+// good, so the leader removes it from Raft at once rather than after
+// DeadServerCleanupThreshold; call Shutdown afterwards. A leader first
+// hands leadership to another server. It returns an error wrapping
+// ErrNoGossip and structs.ErrInvalid without gossip, and the errors of the
+// leadership transfer or the leave broadcast.
+func (s *Server) Leave() error {
+	if s.members == nil {
+		return fmt.Errorf("leave: %w: %w", structs.ErrInvalid, ErrNoGossip)
+	}
+	if s.IsLeader() {
+		if err := s.raft.LeadershipTransfer().Error(); err != nil {
+			return fmt.Errorf("leave: transfer leadership: %w", err)
+		}
+	}
+	if err := s.members.ml.Leave(memberlistUpdateTimeout); err != nil {
+		return fmt.Errorf("leave: %w", err)
+	}
+	s.logger.Info("left the cluster")
+	return nil
+}
+
 // shutdownMembership stops gossip without a leave message: a restarted
 // server keeps its Raft seat (Nomad's leave_on_terminate=false).
 func (s *Server) shutdownMembership() error {

@@ -70,8 +70,12 @@ func gossipAddr(t *testing.T, s *server.Server, name string) string {
 	return ""
 }
 
-// raftIDs returns the IDs in s's Raft configuration.
+// raftIDs returns the voter IDs in s's Raft configuration; s nil (no
+// leader yet) is an error.
 func raftIDs(s *server.Server) (map[string]bool, error) {
+	if s == nil {
+		return nil, errors.New("no leader")
+	}
 	peers, err := s.RaftPeers()
 	if err != nil {
 		return nil, err
@@ -85,6 +89,16 @@ func raftIDs(s *server.Server) (map[string]bool, error) {
 	return out, nil
 }
 
+// nonLeader returns the name of a running server that is not the leader.
+func nonLeader(servers map[string]*server.Server) string {
+	for name, s := range servers {
+		if !s.IsLeader() {
+			return name
+		}
+	}
+	return ""
+}
+
 func leaderOf(servers map[string]*server.Server) *server.Server {
 	for _, s := range servers {
 		if s != nil && s.IsLeader() {
@@ -96,9 +110,10 @@ func leaderOf(servers map[string]*server.Server) *server.Server {
 
 // TestGossip_BootstrapJoinAndAutopilot: three servers with
 // bootstrap_expect=3 find each other over encrypted gossip and bootstrap
-// one Raft cluster; a fourth joins and is added as a voter; a dead server
-// is removed once the remaining voters are at least bootstrap_expect, and
-// kept while they would not be.
+// one Raft cluster; a fourth and a fifth join and are added as voters; one
+// that leaves is removed at once; a dead server is removed once the
+// remaining voters are at least bootstrap_expect, and kept while they
+// would not be.
 func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 	servers := map[string]*server.Server{}
 	servers["s0"] = startGossipServer(t, "s0", 3, nil)
@@ -165,15 +180,29 @@ func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 		return jobOn(t, servers["s3"], job.ID), nil
 	})
 
+	// A fifth joins, then one follower leaves gracefully: the leader
+	// removes it at once.
+	servers["s4"] = startGossipServer(t, "s4", 3, []string{seed})
+	waitFor(t, 20*time.Second, "the fifth server added as a voter", func() (bool, error) {
+		ids, err := raftIDs(leaderOf(servers))
+		return ids["s4"] && len(ids) == 5, err
+	})
+	leaving := nonLeader(servers)
+	if err := servers[leaving].Leave(); err != nil {
+		t.Fatalf("leave: %v", err)
+	}
+	if err := servers[leaving].Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	delete(servers, leaving)
+	waitFor(t, 20*time.Second, "the server that left removed from raft", func() (bool, error) {
+		ids, err := raftIDs(leaderOf(servers))
+		return !ids[leaving] && len(ids) == 4, err
+	})
+
 	// Kill a follower: with four voters and bootstrap_expect 3, autopilot
 	// removes it once it has failed for the threshold.
-	var victim string
-	for _, name := range []string{"s0", "s1", "s2", "s3"} {
-		if !servers[name].IsLeader() {
-			victim = name
-			break
-		}
-	}
+	victim := nonLeader(servers)
 	if err := servers[victim].Shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -189,19 +218,17 @@ func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 
 	// Kill another: three voters is bootstrap_expect, so its seat stays
 	// until a replacement joins.
-	var second string
-	for name, s := range servers {
-		if !s.IsLeader() {
-			second = name
-			break
-		}
-	}
+	second := nonLeader(servers)
 	if err := servers[second].Shutdown(); err != nil {
 		t.Fatal(err)
 	}
 	delete(servers, second)
 	waitFor(t, 10*time.Second, "the second dead server seen as failed", func() (bool, error) {
-		for _, m := range leaderOf(servers).Members() {
+		l := leaderOf(servers)
+		if l == nil {
+			return false, errors.New("no leader")
+		}
+		for _, m := range l.Members() {
 			if m.Name == second {
 				return m.Status == server.MemberFailed, nil
 			}
