@@ -96,27 +96,19 @@ func (c *Client) AllocRestart(ctx context.Context, allocID, task string) error {
 	return nil
 }
 
-// ExecRequest is a command to run inside a running task.
-type ExecRequest struct {
-	AllocID string
-	// Task may be empty when the allocation runs one task.
-	Task string
-	Cmd  []string
-	Tty  bool
-}
-
-// AllocExec runs req.Cmd inside the running task's environment (its
+// AllocExec runs cmd inside the running task's environment (its
 // variables, including the GPU ones, its directory and, for docker, its
-// container) and returns the command's exit code. Errors wrap
-// structs.ErrNotFound for an unknown allocation or task, and
+// container) and returns the command's exit code. task may be empty when
+// the allocation runs one task; with tty the command gets a terminal.
+// Errors wrap structs.ErrNotFound for an unknown allocation or task, and
 // structs.ErrInvalid for an empty command, a task not running, an
 // allocation with several running tasks and no task named, or a driver
 // that cannot exec.
-func (c *Client) AllocExec(ctx context.Context, req *ExecRequest, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
-	if req == nil || len(req.Cmd) == 0 || req.Cmd[0] == "" {
+func (c *Client) AllocExec(ctx context.Context, allocID, task string, cmd []string, tty bool, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if len(cmd) == 0 || cmd[0] == "" {
 		return -1, fmt.Errorf("%w: exec needs a command", structs.ErrInvalid)
 	}
-	_, trs, err := c.runningTasks(req.AllocID, req.Task)
+	_, trs, err := c.runningTasks(allocID, task)
 	if err != nil {
 		return -1, err
 	}
@@ -125,13 +117,13 @@ func (c *Client) AllocExec(ctx context.Context, req *ExecRequest, stdin io.Reade
 		for i, tr := range trs {
 			names[i] = tr.task.Name
 		}
-		return -1, fmt.Errorf("%w: allocation %s runs tasks %v: name one", structs.ErrInvalid, req.AllocID, names)
+		return -1, fmt.Errorf("%w: allocation %s runs tasks %v: name one", structs.ErrInvalid, allocID, names)
 	}
 	tr := trs[0]
 	ex, ok := tr.drv.(driver.Execer)
 	if !ok {
 		return -1, fmt.Errorf("%w: the %s driver cannot exec", structs.ErrInvalid, tr.drv.Name())
 	}
-	tr.logger.Info("exec in task", "command", req.Cmd[0], "tty", req.Tty)
-	return ex.ExecTask(ctx, tr.taskID(), &driver.ExecOptions{Cmd: req.Cmd, Tty: req.Tty, Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	tr.logger.Info("exec in task", "command", cmd[0], "tty", tty)
+	return ex.ExecTask(ctx, tr.taskID(), &driver.ExecOptions{Cmd: cmd, Tty: tty, Stdin: stdin, Stdout: stdout, Stderr: stderr})
 }

@@ -27,7 +27,7 @@ func TestAllocExecSignalRestart(t *testing.T) {
 	ctx := context.Background()
 
 	var out bytes.Buffer
-	code, err := c.AllocExec(ctx, &ExecRequest{AllocID: a.ID, Cmd: []string{"env"}}, nil, &out, &out)
+	code, err := c.AllocExec(ctx, a.ID, "", []string{"env"}, false, nil, &out, &out)
 	if err != nil || code != 0 {
 		t.Fatalf("exec env: %d %v", code, err)
 	}
@@ -36,7 +36,7 @@ func TestAllocExecSignalRestart(t *testing.T) {
 			t.Fatalf("exec env output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if code, _ := c.AllocExec(ctx, &ExecRequest{AllocID: a.ID, Cmd: []string{"sh", "-c", "exit 5"}}, nil, nil, nil); code != 5 {
+	if code, _ := c.AllocExec(ctx, a.ID, "", []string{"sh", "-c", "exit 5"}, false, nil, nil, nil); code != 5 {
 		t.Fatalf("exec exit code %d, want 5", code)
 	}
 
@@ -69,15 +69,15 @@ func TestAllocExecSignalRestart(t *testing.T) {
 		want error
 	}{
 		{"exec unknown alloc", func() error {
-			_, err := c.AllocExec(ctx, &ExecRequest{AllocID: "nope", Cmd: []string{"env"}}, nil, nil, nil)
+			_, err := c.AllocExec(ctx, "nope", "", []string{"env"}, false, nil, nil, nil)
 			return err
 		}(), structs.ErrNotFound},
 		{"exec unknown task", func() error {
-			_, err := c.AllocExec(ctx, &ExecRequest{AllocID: a.ID, Task: "other", Cmd: []string{"env"}}, nil, nil, nil)
+			_, err := c.AllocExec(ctx, a.ID, "other", []string{"env"}, false, nil, nil, nil)
 			return err
 		}(), structs.ErrNotFound},
 		{"exec empty command", func() error {
-			_, err := c.AllocExec(ctx, &ExecRequest{AllocID: a.ID}, nil, nil, nil)
+			_, err := c.AllocExec(ctx, a.ID, "", nil, false, nil, nil, nil)
 			return err
 		}(), structs.ErrInvalid},
 		{"unknown signal", c.AllocSignal(ctx, a.ID, "", "SIGNOPE"), structs.ErrInvalid},

@@ -30,6 +30,9 @@ var leaderRoutes = map[string]bool{
 	"POST /v1/node/{id}/allocations": true,
 	"DELETE /v1/operator/raft/peer":  true,
 	"PUT /v1/operator/snapshot":      true,
+	"POST /v1/allocation/{id}/stop":  true,
+	"POST /v1/node/{id}/drain":       true,
+	"POST /v1/node/{id}/eligibility": true,
 	"GET /v1/operator/snapshot":      true, // unless ?stale
 }
 

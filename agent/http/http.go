@@ -146,6 +146,7 @@ func (h *handler) routes() {
 	h.handle("GET /v1/job/{id}/allocations", h.jobAllocations)
 	h.handle("GET /v1/job/{id}/evaluations", h.jobEvaluations)
 	h.schedulingRoutes()
+	h.actionRoutes()
 	h.handle("GET /v1/allocations", h.allocList)
 	h.handle("GET /v1/allocation/{id}", h.allocGet)
 	h.handle("GET /v1/evaluation/{id}", h.evalGet)

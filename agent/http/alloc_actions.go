@@ -1,0 +1,281 @@
+package http
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/gpulayer/gpulayer/server"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// drainServer is what the drain, eligibility and alloc stop routes need
+// from the server (*server.Server implements it).
+type drainServer interface {
+	NodeUpdateDrain(ctx context.Context, req *server.NodeDrainRequest) (uint64, error)
+	NodeUpdateEligibility(ctx context.Context, nodeID, eligibility string) (uint64, error)
+	AllocStop(ctx context.Context, allocID string) (string, uint64, error)
+}
+
+// allocActor is what the alloc signal, restart and exec routes need from
+// the local client (*client.Client implements it).
+type allocActor interface {
+	AllocSignal(ctx context.Context, allocID, task, signal string) error
+	AllocRestart(ctx context.Context, allocID, task string) error
+	AllocExec(ctx context.Context, allocID, task string, cmd []string, tty bool, stdin io.Reader, stdout, stderr io.Writer) (int, error)
+}
+
+// actionRoutes registers the routes that act on allocations and nodes.
+// Stop, drain and eligibility change cluster state (leader routes); signal,
+// restart and exec run on the agent of the allocation's node, proxied
+// there when it is another agent.
+func (h *handler) actionRoutes() {
+	h.handle("POST /v1/allocation/{id}/stop", h.allocStop)
+	h.handle("POST /v1/node/{id}/drain", h.nodeDrain)
+	h.handle("POST /v1/node/{id}/eligibility", h.nodeEligibility)
+	h.mux.HandleFunc("POST /v1/allocation/{id}/signal", h.onAllocNode(h.allocSignal))
+	h.mux.HandleFunc("POST /v1/allocation/{id}/restart", h.onAllocNode(h.allocRestart))
+	h.mux.HandleFunc("POST /v1/allocation/{id}/exec", h.onAllocNode(h.allocExec))
+}
+
+func (h *handler) drainSrv() (drainServer, error) {
+	d, ok := h.srv.(drainServer)
+	if !ok {
+		return nil, fmt.Errorf("%w: this agent's server does not support drains", structs.ErrInvalid)
+	}
+	return d, nil
+}
+
+// allocStop handles POST /v1/allocation/{id}/stop.
+func (h *handler) allocStop(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	d, err := h.drainSrv()
+	if err != nil {
+		return nil, err
+	}
+	evalID, index, err := d.AllocStop(r.Context(), r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	w.Header().Set("X-Gpulayer-Index", strconv.FormatUint(index, 10))
+	return &api.AllocStopResponse{EvalID: evalID, Index: index}, nil
+}
+
+// decodeAction reads a small JSON request body into out; an empty body
+// leaves out as is.
+func (h *handler) decodeAction(r *http.Request, out interface{}) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil && !errors.Is(err, io.EOF) {
+		return badRequest("invalid request body: %v", err)
+	}
+	return nil
+}
+
+// nodeDrain handles POST /v1/node/{id}/drain with an api.NodeDrainRequest.
+func (h *handler) nodeDrain(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	d, err := h.drainSrv()
+	if err != nil {
+		return nil, err
+	}
+	var req api.NodeDrainRequest
+	if err := h.decodeAction(r, &req); err != nil {
+		return nil, err
+	}
+	index, err := d.NodeUpdateDrain(r.Context(), &server.NodeDrainRequest{
+		NodeID: r.PathValue("id"), Enable: req.Enable, Deadline: req.Deadline, KeepIneligible: req.KeepIneligible,
+	})
+	if err != nil {
+		return nil, err
+	}
+	w.Header().Set("X-Gpulayer-Index", strconv.FormatUint(index, 10))
+	return &api.NodeWriteResponse{Index: index}, nil
+}
+
+// nodeEligibility handles POST /v1/node/{id}/eligibility.
+func (h *handler) nodeEligibility(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	d, err := h.drainSrv()
+	if err != nil {
+		return nil, err
+	}
+	var req api.NodeEligibilityRequest
+	if err := h.decodeAction(r, &req); err != nil {
+		return nil, err
+	}
+	index, err := d.NodeUpdateEligibility(r.Context(), r.PathValue("id"), req.Eligibility)
+	if err != nil {
+		return nil, err
+	}
+	w.Header().Set("X-Gpulayer-Index", strconv.FormatUint(index, 10))
+	return &api.NodeWriteResponse{Index: index}, nil
+}
+
+// onAllocNode runs fn when the allocation runs on this agent's node, and
+// otherwise proxies the request to the agent of its node.
+func (h *handler) onAllocNode(fn func(w http.ResponseWriter, r *http.Request, actor allocActor, alloc *structs.Allocation)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		alloc, _, err := h.srv.AllocGet(r.Context(), r.PathValue("id"), &structs.QueryOptions{AllowStale: true})
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		if h.client != nil {
+			if n := h.client.Node(); n != nil && n.ID == alloc.NodeID {
+				actor, ok := h.client.(allocActor)
+				if !ok {
+					h.writeError(w, r, fmt.Errorf("%w: this agent's client cannot act on allocations", structs.ErrInvalid))
+					return
+				}
+				fn(w, r, actor, alloc)
+				return
+			}
+		}
+		if r.Header.Get(headerForwarded) != "" {
+			h.writeError(w, r, fmt.Errorf("allocation %q does not run on this agent's node: %w", alloc.ID, structs.ErrNotFound))
+			return
+		}
+		node, _, err := h.srv.NodeGet(r.Context(), alloc.NodeID, &structs.QueryOptions{AllowStale: true})
+		if err != nil {
+			h.writeError(w, r, fmt.Errorf("node %q of allocation %q: %w", alloc.NodeID, alloc.ID, err))
+			return
+		}
+		if node.HTTPAddr == "" {
+			h.writeError(w, r, fmt.Errorf("node %q has no HTTP address", node.ID))
+			return
+		}
+		addr := node.HTTPAddr
+		if !strings.Contains(addr, "://") {
+			addr = "http://" + addr
+		}
+		target, err := url.Parse(addr)
+		if err != nil {
+			h.writeError(w, r, fmt.Errorf("node %q HTTP address %q: %w", node.ID, node.HTTPAddr, err))
+			return
+		}
+		rp := httputil.NewSingleHostReverseProxy(target)
+		rp.FlushInterval = -1
+		r.Header.Set(headerForwarded, "1")
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	}
+}
+
+func (h *handler) allocSignal(w http.ResponseWriter, r *http.Request, actor allocActor, alloc *structs.Allocation) {
+	var req api.AllocSignalRequest
+	if err := h.decodeAction(r, &req); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if strings.TrimSpace(req.Signal) == "" {
+		h.writeError(w, r, badRequest("Signal is required, e.g. \"SIGHUP\""))
+		return
+	}
+	if err := actor.AllocSignal(r.Context(), alloc.ID, req.Task, req.Signal); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (h *handler) allocRestart(w http.ResponseWriter, r *http.Request, actor allocActor, alloc *structs.Allocation) {
+	var req api.AllocRestartRequest
+	if err := h.decodeAction(r, &req); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	if err := actor.AllocRestart(r.Context(), alloc.ID, req.Task); err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// frameWriter writes one stream of exec output as frames, flushing each.
+type frameWriter struct {
+	mu  *sync.Mutex
+	bw  *bufio.Writer
+	rc  *http.ResponseController
+	typ byte
+}
+
+func (f *frameWriter) Write(p []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	total := len(p)
+	for len(p) > 0 {
+		n := min(len(p), api.MaxExecFrame)
+		if err := api.WriteExecFrame(f.bw, f.typ, p[:n]); err != nil {
+			return 0, err
+		}
+		p = p[n:]
+	}
+	if err := f.bw.Flush(); err != nil {
+		return 0, err
+	}
+	_ = f.rc.Flush()
+	return total, nil
+}
+
+// allocExec handles POST /v1/allocation/{id}/exec?task=&tty=&command=[...]:
+// stdin frames come in the request body, output frames and the exit code
+// go out in the response (see api.ExecFrameStdin).
+func (h *handler) allocExec(w http.ResponseWriter, r *http.Request, actor allocActor, alloc *structs.Allocation) {
+	q := r.URL.Query()
+	var cmd []string
+	if err := json.Unmarshal([]byte(q.Get("command")), &cmd); err != nil || len(cmd) == 0 {
+		h.writeError(w, r, badRequest("command parameter must be a non-empty JSON list of strings, e.g. [\"env\"]"))
+		return
+	}
+	tty, err := parseBool(r, "tty")
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.EnableFullDuplex()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.WriteHeader(http.StatusOK)
+	_ = rc.Flush()
+	var mu sync.Mutex
+	bw := bufio.NewWriter(w)
+	stdout := &frameWriter{mu: &mu, bw: bw, rc: rc, typ: api.ExecFrameStdout}
+	stderr := &frameWriter{mu: &mu, bw: bw, rc: rc, typ: api.ExecFrameStderr}
+	stdinR, stdinW := io.Pipe()
+	go func() {
+		defer stdinW.Close()
+		for {
+			typ, p, err := api.ReadExecFrame(r.Body)
+			if err != nil || typ == api.ExecFrameStdinEOF {
+				return
+			}
+			if typ == api.ExecFrameStdin {
+				if _, err := stdinW.Write(p); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(r.Context(), 24*time.Hour)
+	defer cancel()
+	code, err := actor.AllocExec(ctx, alloc.ID, q.Get("task"), cmd, tty, stdinR, stdout, stderr)
+	_ = stdinR.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if err != nil {
+		_ = api.WriteExecFrame(bw, api.ExecFrameError, []byte(err.Error()))
+	} else {
+		_ = api.WriteExecFrame(bw, api.ExecFrameExit, []byte(strconv.Itoa(code)))
+	}
+	_ = bw.Flush()
+	_ = rc.Flush()
+}
