@@ -90,6 +90,10 @@ func TestE2EGangRanksAndRestart(t *testing.T) {
 	if err := os.WriteFile(spec, []byte(strings.ReplaceAll(gangJobHCL, "%s", work)), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// job plan against the real server: both members fit the two GPUs.
+	if out, code := a.cli("job", "plan", spec); code != 0 || !strings.Contains(out, "place 2 on") {
+		t.Fatalf("job plan exited %d:\n%s", code, out)
+	}
 	if out, code := a.cli("job", "run", "-detach", spec); code != 0 {
 		t.Fatalf("job run exited %d:\n%s\nagent log:\n%s", code, out, a.logText())
 	}
@@ -150,6 +154,23 @@ func TestE2EGangRanksAndRestart(t *testing.T) {
 	if len(allocs) != 4 || running != 2 {
 		t.Fatalf("allocations %v, want 4 with 2 live", desc)
 	}
+	// A third member cannot fit beside the running gang: plan says why,
+	// and once submitted the job queue lists it.
+	three := filepath.Join(work, "gang3.hcl")
+	src := strings.ReplaceAll(strings.Replace(strings.Replace(gangJobHCL, "count = 2", "count = 3", 1), `job "gang-e2e"`, `job "gang-three"`, 1), "%s", work)
+	if err := os.WriteFile(three, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, code := a.cli("job", "plan", three); code != 2 || !strings.Contains(out, "3 would wait: 1 node: not enough free devices (nvidia/gpu)") {
+		t.Fatalf("job plan of a 3-member gang exited %d:\n%s", code, out)
+	}
+	if out, code := a.cli("job", "run", "-detach", three); code != 0 {
+		t.Fatalf("job run: %d %s", code, out)
+	}
+	waitFor(t, 30*time.Second, "the 3-member gang in the queue", func() (bool, string) {
+		out, _ := a.cli("job", "queue")
+		return strings.Contains(out, "gang-three") && strings.Contains(out, "workers: 3"), out
+	})
 	if out, code := a.cli("job", "stop", "gang-e2e"); code != 0 {
 		t.Fatalf("job stop: %d %s", code, out)
 	}
