@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -398,6 +399,10 @@ func TestPreemption(t *testing.T) {
 			}
 			if evicted != tc.wantEvicted {
 				t.Fatalf("evicted %d, want %d", evicted, tc.wantEvicted)
+			}
+			why := ev.FailedTGAllocs["g"].Explanation
+			if want := fmt.Sprintf("(%d preempted now)", tc.wantEvicted); (tc.wantEvicted > 0) != strings.Contains(why, want) {
+				t.Fatalf("explanation %q, want it to say %q: %v", why, want, tc.wantEvicted > 0)
 			}
 			var requeue []*structs.Evaluation
 			for _, e := range h.planner.created {

@@ -26,10 +26,14 @@ import (
 // placed by preempt itself: an evicted allocation holds its GPUs until its
 // client reports it stopped, so no two processes ever share a GPU. For a
 // gang, nothing is evicted unless every member can be claimed.
-func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt) {
+//
+// It returns how many of the n allocations it found room for (once the
+// allocations being stopped or evicted are gone) and how many allocations
+// it evicted; for a gang that cannot be claimed whole, 0 and 0.
+func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt) (claimedN, evictedN int) {
 	prio := c.job.Priority
 	if prio-structs.PreemptPriorityDelta < structs.JobMinPriority {
-		return
+		return 0, 0
 	}
 	evictable := func(a *structs.Allocation) bool {
 		return a.DesiredStatus == structs.AllocDesiredStatusRun && a.Job != nil &&
@@ -46,7 +50,7 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 		}
 	}
 	if len(useful) == 0 {
-		return
+		return 0, 0
 	}
 	future := map[int]*nodeUsage{}
 	futureOf := func(i int) *nodeUsage {
@@ -78,9 +82,11 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 	var evictions []*structs.Allocation
 	defer func() {
 		// A gang is placed whole or not at all: evict nothing for a part.
-		if len(evictions) == 0 || (g.ask.tg.Gang && claimed < n) {
+		if g.ask.tg.Gang && claimed < n {
+			claimedN, evictedN = 0, 0
 			return
 		}
+		claimedN, evictedN = claimed, len(evictions)
 		for _, a := range evictions {
 			plan.AppendPreemptedAlloc(a, c.job.ID, prio)
 			if out.preempted == nil {
@@ -143,7 +149,7 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 			}
 		}
 		if bestI < 0 {
-			return
+			return // the deferred function sets the results
 		}
 		for _, a := range bestEvict {
 			evictions = append(evictions, a)
@@ -158,6 +164,7 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 		claim(bestI, bestU)
 		future[bestI] = bestU
 	}
+	return // the deferred function sets the results
 }
 
 // allocCPU returns the CPU an allocation holds, in MHz.
