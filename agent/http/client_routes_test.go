@@ -231,3 +231,46 @@ func TestClientOnlyHandler(t *testing.T) {
 		t.Error("New without Server and Client succeeded")
 	}
 }
+
+// FuzzNodeRoutes sends arbitrary bodies, secrets and query strings to the
+// node routes: never a panic or a 5xx, every refusal a JSON error, and a
+// request with a wrong secret never reaches the server.
+func FuzzNodeRoutes(f *testing.F) {
+	f.Add(`{"Node":{"ID":"node-1","Name":"n"},"SecretID":"s3cret"}`, "s3cret", "index=1&wait=1ms")
+	f.Add(`{"Status":"ready"}`, "", "")
+	f.Add(`{"Allocs":[{"ID":"a1b2c3d4-0000","NodeID":"node-1"},null]}`, "s3cret", "index=x")
+	f.Add(`{"Node":{"ID":""},"SecretID":""}`, "guess", "stale=maybe")
+	f.Add(`[`, "\x00", "%zz")
+	fs := newFakeServer()
+	fs.nodes["node-1"] = &structs.Node{ID: "node-1", Name: "laptop", SecretID: "s3cret"}
+	fs.allocs["a1b2c3d4-0000"] = &structs.Allocation{ID: "a1b2c3d4-0000", NodeID: "node-1"}
+	h, err := New(Config{Server: &fakeNodeServer{fakeServer: fs}, MaxBodyBytes: 1 << 16})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, body, secret, query string) {
+		for _, target := range []struct{ method, path string }{
+			{"PUT", "/v1/node/register"}, {"PUT", "/v1/node/node-1/heartbeat"},
+			{"GET", "/v1/node/node-1/allocations"}, {"POST", "/v1/node/node-1/allocations"},
+		} {
+			req := httptest.NewRequest(target.method, "/", strings.NewReader(body))
+			req.URL.Path = target.path
+			req.URL.RawQuery = query
+			if strings.ContainsAny(secret, "\r\n\x00") {
+				continue // not a valid header value
+			}
+			req.Header.Set(structs.HeaderNodeSecret, secret)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("%s %s with %q: status %d: %s", target.method, target.path, body, rec.Code, rec.Body)
+			}
+			if rec.Code != http.StatusOK && !strings.Contains(rec.Body.String(), `"error"`) {
+				t.Fatalf("status %d without an error body: %s", rec.Code, rec.Body)
+			}
+			if target.path != "/v1/node/register" && secret != "s3cret" && rec.Code == http.StatusOK {
+				t.Fatalf("%s %s succeeded with secret %q", target.method, target.path, secret)
+			}
+		}
+	})
+}
