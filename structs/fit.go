@@ -78,9 +78,9 @@ func (tr *AllocatedTaskResources) sharedMiB() int64 {
 //   - their CPU (MHz) and memory (MiB) sum within HostCPUMHz and
 //     HostMemoryMiB; on a unified-memory node device memory shares count
 //     against host memory too;
-//   - every device instance they name exists on the node in the group they
-//     name; an instance held by an allocation created in this plan
-//     (CreateIndex 0) must be healthy;
+//   - every device instance an allocation created in this plan
+//     (CreateIndex 0) names exists on the node, in the group it names, and
+//     is healthy (allocations already placed keep what they hold);
 //   - an instance is held whole by one allocation, or shared by memory
 //     shares whose sum is within the group's memory; never both.
 //
@@ -137,14 +137,19 @@ func AllocsFit(n *Node, allocs []*Allocation) (ok bool, reason string) {
 					continue
 				}
 				for _, id := range d.DeviceIDs {
+					// A new allocation must name a healthy instance of
+					// the group it names; one already placed keeps what
+					// it holds even if the node's devices changed since.
 					in, ok := instances[id]
-					switch {
-					case !ok:
-						return false, fmt.Sprintf("device %s: no such instance on node", id)
-					case in.group != d.ID():
-						return false, fmt.Sprintf("device %s: belongs to %q, not %q", id, in.group, d.ID())
-					case !in.healthy && a.CreateIndex == 0:
-						return false, fmt.Sprintf("device %s: instance is unhealthy", id)
+					if a.CreateIndex == 0 {
+						switch {
+						case !ok:
+							return false, fmt.Sprintf("device %s: no such instance on node", id)
+						case in.group != d.ID():
+							return false, fmt.Sprintf("device %s: belongs to %q, not %q", id, in.group, d.ID())
+						case !in.healthy:
+							return false, fmt.Sprintf("device %s: instance is unhealthy", id)
+						}
 					}
 					if d.MemoryMB > 0 {
 						if prev, dup := whole[id]; dup {
@@ -152,7 +157,7 @@ func AllocsFit(n *Node, allocs []*Allocation) (ok bool, reason string) {
 						}
 						shared[id] += d.MemoryMB
 						sharer[id] = a.ID
-						if shared[id] > in.mem {
+						if ok && shared[id] > in.mem {
 							return false, fmt.Sprintf("device %s: memory shares of %d MiB exceed its %d MiB", id, shared[id], in.mem)
 						}
 						continue
