@@ -35,6 +35,11 @@ Run Options:
   -detach
     Return as soon as the job is submitted; print the evaluation ID.
 
+  -progress
+    Once every allocation is placed, follow its tasks until they start,
+    as a table (redrawn in place on a terminal, a line per change
+    otherwise). Default: on when stdout is a terminal.
+
   -var 'key=value'
     Value for a variable of the jobspec. May be repeated.
 
@@ -67,6 +72,8 @@ func (c *JobRunCommand) Run(args []string) int {
 	var varFile string
 	vars := varFlags{}
 	fs.BoolVar(&detach, "detach", false, "")
+	progress := c.Meta.terminal()
+	fs.BoolVar(&progress, "progress", progress, "")
 	fs.Var(vars, "var", "")
 	fs.StringVar(&varFile, "var-file", "", "")
 	if err := fs.Parse(args); err != nil {
@@ -117,7 +124,11 @@ func (c *JobRunCommand) Run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	return c.Meta.monitor(ctx, client, resp.EvalID)
+	code := c.Meta.monitor(ctx, client, resp.EvalID)
+	if code != exitPlaced || !progress {
+		return code
+	}
+	return c.Meta.watchStart(ctx, client, job.ID, resp.EvalID, c.Meta.terminal())
 }
 
 // readVarFile reads "name = value" attributes from an HCL file. A string

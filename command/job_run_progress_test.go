@@ -1,0 +1,47 @@
+package command
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpulayer/gpulayer/nomadish/api"
+)
+
+func TestJobRunProgress(t *testing.T) {
+	f := newFakeAPI()
+	const evalID = "1a2b3c4d-0000-0000-0000-000000000000"
+	f.registerEval = evalID
+	f.evalSteps[evalID] = []*api.Evaluation{{ID: evalID, JobID: "hello-gpu", Status: "complete"}}
+	ts := f.serve(t)
+	r := runCmd(t, ts.URL, "job", "run", "-progress", writeFile(t, "job.hcl", goodJob))
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.err)
+	}
+	for _, want := range []string{
+		"Waiting for tasks to start",
+		`Allocation "abcd1234" task "main" on node "laptop": new -> running`,
+		"Every task has started",
+	} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("output lacks %q:\n%s", want, r.out)
+		}
+	}
+	// Without -progress (and no terminal) the output stops at placement.
+	plain := runCmd(t, ts.URL, "job", "run", writeFile(t, "job.hcl", goodJob))
+	if strings.Contains(plain.out, "Waiting for tasks") {
+		t.Errorf("progress shown without -progress:\n%s", plain.out)
+	}
+}
+
+func TestProgressRows(t *testing.T) {
+	failed := &api.Allocation{ID: "ffff0000-1111", Name: "j.g[0]", TaskGroup: "g", NodeName: "n1", ClientStatus: "failed",
+		TaskStates: map[string]*api.TaskState{"main": {State: "dead", Failed: true, Restarts: 2}}}
+	pending := &api.Allocation{ID: "eeee0000-1111", Name: "j.g[1]", TaskGroup: "g", NodeID: "node-abcdef123", ClientStatus: "pending"}
+	rows, done, bad := progressRows([]*api.Allocation{failed})
+	if !done || !bad || rows[0].state != "dead (failed)" || rows[0].restarts != "2" || rows[0].gpus != "<none>" {
+		t.Fatalf("failed alloc: %+v done=%v failed=%v", rows, done, bad)
+	}
+	if _, done, _ := progressRows([]*api.Allocation{failed, pending}); done {
+		t.Fatal("a pending allocation without task states counts as started")
+	}
+}
