@@ -14,10 +14,12 @@ import (
 // DefaultPath is the PATH a task gets when its environment has none.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// taskConfig is the native driver's config block: command and args only.
+// taskConfig is the native driver's config block: command, args and,
+// when the agent runs as root, the user to run as.
 type taskConfig struct {
 	Command string
 	Args    []string
+	User    string
 }
 
 // parseConfig reads and checks a task's config map. Every error wraps
@@ -25,13 +27,13 @@ type taskConfig struct {
 func parseConfig(m map[string]interface{}) (*taskConfig, error) {
 	var unknown []string
 	for k := range m {
-		if k != "command" && k != "args" {
+		if k != "command" && k != "args" && k != "user" {
 			unknown = append(unknown, k)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("%w: unknown key %q (the native driver accepts only \"command\" and \"args\")", driver.ErrInvalidConfig, unknown[0])
+		return nil, fmt.Errorf("%w: unknown key %q (the native driver accepts only \"command\", \"args\" and \"user\")", driver.ErrInvalidConfig, unknown[0])
 	}
 	var tc taskConfig
 	raw, ok := m["command"]
@@ -43,6 +45,13 @@ func parseConfig(m map[string]interface{}) (*taskConfig, error) {
 		return nil, fmt.Errorf("%w: key \"command\" must be a non-empty string, got %v", driver.ErrInvalidConfig, raw)
 	}
 	tc.Command = cmd
+	if raw, ok := m["user"]; ok {
+		u, ok := raw.(string)
+		if !ok || strings.TrimSpace(u) == "" {
+			return nil, fmt.Errorf("%w: key \"user\" must be a non-empty string, got %v", driver.ErrInvalidConfig, raw)
+		}
+		tc.User = u
+	}
 	if raw, ok := m["args"]; ok && raw != nil {
 		switch v := raw.(type) {
 		case []string:

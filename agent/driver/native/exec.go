@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
@@ -50,6 +52,38 @@ func credential(name string) (*syscall.Credential, error) {
 		return nil, fmt.Errorf("%w: user %q: running a task as another user needs the agent to run as root", driver.ErrInvalidConfig, name)
 	}
 	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// chownTaskDir gives the task's directory and its local, secrets and
+// outputs directories to the task's user, so a task running as that user
+// can work in them. The logs directory stays the agent's.
+func chownTaskDir(dir string, cred *syscall.Credential) error {
+	// The user must be able to reach the directory: every directory above
+	// it needs search permission for that user. The driver does not widen
+	// the client's data directory (mode 0700 by default) on its own.
+	for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("stat %s: %w", p, err)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			mode := fi.Mode().Perm()
+			can := mode&0o001 != 0 || (st.Uid == cred.Uid && mode&0o100 != 0) || (st.Gid == cred.Gid && mode&0o010 != 0)
+			if !can {
+				return fmt.Errorf("%w: the task's user (uid %d) cannot enter %s (mode %s): make the client's data directory searchable by it (chmod o+x on each directory down to the allocations) to run tasks as another user",
+					driver.ErrInvalidConfig, cred.Uid, p, mode)
+			}
+		}
+		if p == filepath.Dir(p) {
+			break
+		}
+	}
+	for _, p := range []string{dir, filepath.Join(dir, "local"), filepath.Join(dir, "secrets"), filepath.Join(dir, "outputs")} {
+		if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("give task directory %s to uid %d: %w", p, cred.Uid, err)
+		}
+	}
+	return nil
 }
 
 // SignalTask sends signal to the task's process group. It returns

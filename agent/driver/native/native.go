@@ -87,12 +87,20 @@ func New(logger hclog.Logger) *Driver {
 func (d *Driver) Name() string { return Name }
 
 // Fingerprint reports the driver healthy: it needs nothing but fork/exec.
+// The attribute driver.native.limits says plainly that this version does
+// not enforce a task's CPU and memory (no cgroup limits yet): "none",
+// with the host's cgroup version in driver.native.cgroup ("v2" when
+// /sys/fs/cgroup/cgroup.controllers exists, else "v1-or-none").
 func (d *Driver) Fingerprint() *structs.DriverInfo {
+	cg := "v1-or-none"
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		cg = "v2"
+	}
 	return &structs.DriverInfo{
 		Detected:          true,
 		Healthy:           true,
-		HealthDescription: "healthy",
-		Attributes:        map[string]string{"driver.native.version": Version},
+		HealthDescription: "healthy (CPU and memory limits not enforced)",
+		Attributes:        map[string]string{"driver.native.version": Version, "driver.native.limits": "none", "driver.native.cgroup": cg},
 	}
 }
 
@@ -121,9 +129,18 @@ func (d *Driver) StartTask(cfg *driver.TaskConfig) (*driver.TaskHandle, error) {
 		return nil, err
 	}
 
-	cred, err := credential(cfg.User)
+	user := cfg.User
+	if tc.User != "" {
+		user = tc.User
+	}
+	cred, err := credential(user)
 	if err != nil {
 		return nil, err
+	}
+	if cred != nil {
+		if err := chownTaskDir(cfg.TaskDir, cred); err != nil {
+			return nil, err
+		}
 	}
 
 	d.mu.Lock()
