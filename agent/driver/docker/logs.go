@@ -133,11 +133,16 @@ func (d *Driver) streamLogs(t *task, cfg *driver.TaskConfig, since string) {
 	}
 }
 
+// maxLogFrame bounds one frame of the log stream, in bytes. The daemon
+// splits lines into frames of at most 16 KiB (plus the timestamp).
+const maxLogFrame = 1 << 20
+
 // demuxTimestamped reads the Engine API's multiplexed log stream: frames
 // of an 8-byte header (stream byte, 3 zero bytes, big-endian uint32 size)
 // and a payload, as documented for GET /containers/{id}/logs. With
 // timestamps each payload starts with an RFC 3339 timestamp and a space.
-// It calls fn per frame and returns io.EOF at the end of the stream.
+// It calls fn per frame and returns io.EOF at the end of the stream, an
+// error for a truncated frame or one over maxLogFrame.
 func demuxTimestamped(r io.Reader, fn func(stream byte, ts string, line []byte) error) error {
 	var hdr [8]byte
 	buf := make([]byte, 32<<10)
@@ -149,6 +154,9 @@ func demuxTimestamped(r io.Reader, fn func(stream byte, ts string, line []byte) 
 			return err
 		}
 		n := int(binary.BigEndian.Uint32(hdr[4:]))
+		if n > maxLogFrame {
+			return fmt.Errorf("log stream: frame of %d bytes exceeds %d", n, maxLogFrame)
+		}
 		if n > len(buf) {
 			buf = make([]byte, n)
 		}
