@@ -101,13 +101,13 @@ func createNetwork(t *testing.T, name string) string {
 }
 
 // TestDockerPartition runs three servers (gossip encrypted) in containers
-// from an image built FROM scratch with the static binary. Each container has two networks:
-// "raft" carries Raft and gossip (-bind), "ctl" only the test's HTTP
-// requests (-http-bind=0.0.0.0). Disconnecting a server from "raft" cuts
-// it off: a write sent to it is not acknowledged, the two others elect a
-// leader and keep accepting jobs (sent to both, the follower forwarding),
-// and after the server reconnects it
-// catches up to the same state hash, without the write it was sent alone.
+// from an image built FROM scratch with the static binary. Each container
+// has two networks: "raft" carries Raft and gossip (-bind), "ctl" only the
+// test's HTTP requests (-http-bind=0.0.0.0). Disconnecting the leader from
+// "raft" cuts it off: a write sent to it is not acknowledged, the two
+// others elect a leader and keep accepting jobs (sent to both, the
+// follower forwarding), and after the cut-off server reconnects it catches
+// up to the same state hash, without the write it was sent alone.
 func TestDockerPartition(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("builds an image and runs three containers (skipped under -short and -race)")
