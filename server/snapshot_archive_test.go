@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/gpulayer/gpulayer/server"
 	"github.com/gpulayer/gpulayer/server/fsm"
@@ -133,6 +134,7 @@ func TestSnapshot_RestoreRefusesBadArchives(t *testing.T) {
 	if _, err := s.JobRegister(ctxT(t), job); err != nil {
 		t.Fatal(err)
 	}
+	waitQuiet(t, s)
 	good := saveArchive(t, s)
 	garbageState := buildArchive(t, raft.SnapshotMeta{Version: 1, ID: "x", Index: 9, Term: 1}, []byte("GPULSNAP\x01not msgpack records"))
 	truncatedState := fsmStream(t, fsm.SnapshotRecordJob, statetest.Job())
@@ -185,4 +187,26 @@ func stateHashOf(s *server.Server) (string, uint64, error) {
 	}
 	i, err := s.State().LatestIndex()
 	return h, i, err
+}
+
+// waitQuiet waits until s has no evaluation in flight and its Raft index
+// stayed put over several polls, so a later state hash is stable.
+func waitQuiet(t *testing.T, s *server.Server) {
+	t.Helper()
+	var last uint64
+	still := 0
+	waitFor(t, 10*time.Second, "the server to go quiet", func() (bool, error) {
+		st := s.Stats()
+		idx, err := s.State().LatestIndex()
+		if err != nil {
+			return false, err
+		}
+		if idx == last && st["broker.total_ready"] == "0" && st["broker.total_unacked"] == "0" && st["plan.queue_depth"] == "0" {
+			still++
+		} else {
+			still = 0
+		}
+		last = idx
+		return still >= 10, nil
+	})
 }
