@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -137,6 +138,26 @@ func TestDrainMovesServiceBeforeStopping(t *testing.T) {
 	}
 	if _, err := srv.NodeUpdateEligibility(ctx, old.NodeID, structs.NodeSchedulingEligible); err != nil {
 		t.Fatal(err)
+	}
+
+	// alloc stop: the allocation is stopped and the scheduler replaces it.
+	if _, _, err := srv.AllocStop(ctx, repl.ID); err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, 20*time.Second, "stopped allocation replaced", func() (bool, string) {
+		allocs, _, _ := srv.JobAllocations(ctx, "web", nil)
+		for _, a := range allocs {
+			if a.ID != repl.ID && a.ID != old.ID && a.ClientStatus == structs.AllocClientStatusRunning {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d allocs", len(allocs))
+	})
+	if _, _, err := srv.AllocStop(ctx, "no-such-alloc"); !errors.Is(err, structs.ErrNotFound) {
+		t.Fatalf("stop unknown allocation: %v", err)
+	}
+	if _, err := srv.NodeUpdateDrain(ctx, &server.NodeDrainRequest{NodeID: "no-such-node", Enable: true}); !errors.Is(err, structs.ErrNotFound) {
+		t.Fatalf("drain unknown node: %v", err)
 	}
 }
 
