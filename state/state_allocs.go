@@ -10,8 +10,8 @@ import (
 // UpsertPlanResults commits a verified plan at Raft index index in one
 // transaction:
 //   - Each stop in req.AllocsStopped updates a copy of the stored allocation
-//     with the stop's DesiredStatus (stop when empty) and
-//     DesiredDescription, ModifyIndex = AllocModifyIndex = index and
+//     with the stop's DesiredStatus (stop when empty), DesiredDescription
+//     and PreemptedByJob, ModifyIndex = AllocModifyIndex = index and
 //     ModifyTime = req.UpdatedAt. Stops of unknown allocations are skipped.
 //   - Each placement in req.AllocsPlaced is stored as a copy with
 //     ModifyIndex = AllocModifyIndex = index and ModifyTime = req.UpdatedAt.
@@ -53,6 +53,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			a.DesiredStatus = structs.AllocDesiredStatusStop
 		}
 		a.DesiredDescription = stop.DesiredDescription
+		a.PreemptedByJob = stop.PreemptedByJob
 		a.ModifyIndex, a.AllocModifyIndex = index, index
 		a.ModifyTime = req.UpdatedAt
 		if err := txn.Insert(TableAllocs, a); err != nil {

@@ -71,6 +71,9 @@ type Allocation struct {
 	PreviousAllocation string
 	// Gang is set on members of a gang group: rank, world size and peers.
 	Gang *GangInfo `json:",omitempty"`
+	// PreemptedByJob is the ID of the job this allocation was evicted for
+	// (DesiredStatus "evict"); see structs/preempt.go.
+	PreemptedByJob string `json:",omitempty"`
 
 	CreateIndex      uint64
 	ModifyIndex      uint64

@@ -20,6 +20,7 @@ func (p *Plan) AppendPreemptedAlloc(alloc *Allocation, byJob string, byPriority 
 	a := alloc.Copy()
 	a.DesiredStatus = AllocDesiredStatusEvict
 	a.DesiredDescription = fmt.Sprintf("preempted by job %q (priority %d)", byJob, byPriority)
+	a.PreemptedByJob = byJob
 	if p.NodeUpdate == nil {
 		p.NodeUpdate = map[string][]*Allocation{}
 	}

@@ -440,6 +440,16 @@ func TestPreemption(t *testing.T) {
 				}
 			}
 			h.state.setClientStatus(structs.AllocClientStatusComplete, gone...)
+			// The evicted job, evaluated first (another worker may take
+			// it first), must not take what was evicted for "high".
+			h.process(requeue[0])
+			for _, a := range h.state.liveAllocs("low") {
+				for _, g := range gone {
+					if slices.Contains(a.DeviceIDs(), g.DeviceIDs()[0]) {
+						t.Fatalf("low took GPU %s reserved for high", g.DeviceIDs()[0])
+					}
+				}
+			}
 			done := h.process(h.planner.evals[ev.BlockedEval])
 			if done.Status != structs.EvalStatusComplete || len(h.state.liveAllocs("high")) != tc.highCount {
 				t.Fatalf("high after eviction: %+v, live %v", done, names(h.state.liveAllocs("high")))

@@ -179,7 +179,7 @@ func (p *fakePlanner) SubmitPlan(plan *structs.Plan) (*structs.PlanResult, State
 		}
 		for _, a := range plan.NodeUpdate[id] {
 			c := s.allocs[a.ID].Copy()
-			c.DesiredStatus, c.DesiredDescription = a.DesiredStatus, a.DesiredDescription
+			c.DesiredStatus, c.DesiredDescription, c.PreemptedByJob = a.DesiredStatus, a.DesiredDescription, a.PreemptedByJob
 			s.upsertAlloc(c)
 		}
 		for _, a := range plan.NodeAllocation[id] {

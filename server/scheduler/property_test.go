@@ -326,7 +326,7 @@ func greedyFits(h *harness, j *structs.Job, n int) bool {
 			if ok, _ := structs.NodeTakesGroup(node, structs.GroupRequires(j, tg), structs.GroupAvailability(j, tg)); !ok {
 				continue
 			}
-			existing := append(slices.Clone(h.state.byNode[id]), extra[id]...)
+			existing := append(reservedView(h, j, h.state.byNode[id]), extra[id]...)
 			a := greedyAlloc(node, j, existing)
 			if a == nil {
 				continue
@@ -342,6 +342,34 @@ func greedyFits(h *harness, j *structs.Job, n int) bool {
 		}
 	}
 	return true
+}
+
+// reservedView returns the node's allocations as job j must see them:
+// an allocation evicted for a job of higher priority than j that still
+// waits for allocations keeps holding its resources (it is reserved for
+// that job), even after its client stopped it.
+func reservedView(h *harness, j *structs.Job, allocs []*structs.Allocation) []*structs.Allocation {
+	out := make([]*structs.Allocation, 0, len(allocs))
+	for _, a := range allocs {
+		if a.DesiredStatus == structs.AllocDesiredStatusEvict && a.PreemptedByJob != "" && a.PreemptedByJob != j.ID && a.ClientTerminalStatus() {
+			x := h.state.jobs[a.PreemptedByJob]
+			if x != nil && !x.Stop && x.Priority > j.Priority {
+				have := 0
+				for _, b := range h.state.byJob[x.ID] {
+					if b.DesiredStatus == structs.AllocDesiredStatusRun && (!b.ClientTerminalStatus() || b.ClientStatus == structs.AllocClientStatusComplete) {
+						have++
+					}
+				}
+				if have < x.TaskGroups[0].Count {
+					c := a.Copy()
+					c.ClientStatus = structs.AllocClientStatusRunning
+					a = c
+				}
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // greedyAlloc builds an allocation of the job's one task on node, taking

@@ -228,14 +228,16 @@ func (u *nodeUsage) take(gi, count int) []string {
 }
 
 // usageIndex caches nodeUsage per node for one evaluation attempt, reading
-// each node's allocations from the state at most once.
+// each node's allocations from the state at most once. Resources reserved
+// for a waiting preemptor (see reservations) count as used.
 type usageIndex struct {
-	state State
-	nodes map[string]*nodeUsage
+	state   State
+	nodes   map[string]*nodeUsage
+	reserve *reservations
 }
 
-func newUsageIndex(state State) *usageIndex {
-	return &usageIndex{state: state, nodes: map[string]*nodeUsage{}}
+func newUsageIndex(state State, job *structs.Job) *usageIndex {
+	return &usageIndex{state: state, nodes: map[string]*nodeUsage{}, reserve: &reservations{state: state, job: job}}
 }
 
 func (x *usageIndex) get(n *structs.Node) (*nodeUsage, error) {
@@ -247,6 +249,23 @@ func (x *usageIndex) get(n *structs.Node) (*nodeUsage, error) {
 		return nil, err
 	}
 	u := newNodeUsage(n, allocs)
+	held := false
+	for _, a := range allocs {
+		if a == nil || a.DesiredStatus != structs.AllocDesiredStatusEvict {
+			continue
+		}
+		ok, err := x.reserve.holds(a)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			u.add(a.AllocatedResources, 1)
+			held = true
+		}
+	}
+	if held {
+		u.recount()
+	}
 	x.nodes[n.ID] = u
 	return u, nil
 }
