@@ -48,6 +48,8 @@ type Allocation struct {
 	PreviousAllocation string
 	// Gang is set on members of a gang group.
 	Gang *GangInfo `json:",omitempty"`
+	// PreemptedByJob names the job an evicted allocation made room for.
+	PreemptedByJob string `json:",omitempty"`
 
 	CreateIndex      uint64
 	ModifyIndex      uint64
