@@ -194,6 +194,11 @@ func TestCluster_PartitionedLeaderCannotCommit(t *testing.T) {
 	old := c.Server(l)
 	c.Partition(l)
 
+	vctx, vcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := old.VerifyLeader(vctx); !errors.Is(err, structs.ErrNotLeader) {
+		t.Errorf("partitioned leader verified its leadership: %v", err)
+	}
+	vcancel()
 	job := statetest.Job()
 	job.ID = "written-to-the-minority"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -210,6 +215,9 @@ func TestCluster_PartitionedLeaderCannotCommit(t *testing.T) {
 	nl := c.WaitForLeader()
 	if nl == l {
 		t.Fatalf("partitioned server %d still counted as leader", l)
+	}
+	if err := c.Server(nl).VerifyLeader(ctxT(t)); err != nil {
+		t.Fatalf("majority leader cannot verify leadership: %v", err)
 	}
 	ok := statetest.Job()
 	ok.ID = "written-to-the-majority"

@@ -102,6 +102,11 @@ func (s *Server) establishLeadership(ctx context.Context, ls *leaderState) error
 	if err := s.sweepDownNodes(); err != nil {
 		return fmt.Errorf("sweep down nodes: %w", err)
 	}
+	ls.wg.Add(1)
+	go func() {
+		defer ls.wg.Done()
+		s.sweepLoop(ctx)
+	}()
 	if s.members != nil {
 		ls.wg.Add(1)
 		go func() {

@@ -1,12 +1,18 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/gpulayer/gpulayer/structs"
 )
+
+// lostSweepInterval is how often the leader re-runs sweepDownNodes, in case
+// marking a down node's allocations lost failed (a Raft error) while it
+// kept leadership.
+const lostSweepInterval = 30 * time.Second
 
 // Descriptions written on the allocations of a node that went down.
 const (
@@ -116,4 +122,21 @@ func (s *Server) sweepDownNodes() error {
 		}
 	}
 	return nil
+}
+
+// sweepLoop runs sweepDownNodes every lostSweepInterval until ctx ends (the
+// leader runs it).
+func (s *Server) sweepLoop(ctx context.Context) {
+	t := time.NewTicker(lostSweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.sweepDownNodes(); err != nil {
+				s.logger.Named("heartbeat").Warn("sweep down nodes", "error", err)
+			}
+		}
+	}
 }
