@@ -59,7 +59,13 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 		}
 		f := g.usages[i].clone()
 		for _, a := range f.allocs {
-			if a.DesiredStatus != structs.AllocDesiredStatusRun {
+			// What is being stopped frees up, except what was evicted
+			// for a waiting job of higher priority (see reservations);
+			// when the state cannot tell, it stays held.
+			if a.DesiredStatus == structs.AllocDesiredStatusRun {
+				continue
+			}
+			if reserved, err := c.usage.reserve.reservedFor(a); err == nil && !reserved {
 				f.add(a.AllocatedResources, -1)
 			}
 		}

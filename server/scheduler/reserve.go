@@ -25,8 +25,17 @@ type reservations struct {
 // holds reports whether the client-terminal allocation a still holds its
 // resources for the job that preempted it, as seen by r.job.
 func (r *reservations) holds(a *structs.Allocation) (bool, error) {
+	if !a.ClientTerminalStatus() {
+		return false, nil
+	}
+	return r.reservedFor(a)
+}
+
+// reservedFor reports whether the evicted allocation a (running or not)
+// makes room for a waiting job of higher priority than r.job.
+func (r *reservations) reservedFor(a *structs.Allocation) (bool, error) {
 	if r == nil || r.job == nil || a.DesiredStatus != structs.AllocDesiredStatusEvict || a.PreemptedByJob == "" ||
-		a.PreemptedByJob == r.job.ID || !a.ClientTerminalStatus() || a.AllocatedResources == nil {
+		a.PreemptedByJob == r.job.ID || a.AllocatedResources == nil {
 		return false, nil
 	}
 	if w, ok := r.waiting[a.PreemptedByJob]; ok {
