@@ -313,3 +313,47 @@ func TestClusterRoutes_AbsentWithoutClusterServer(t *testing.T) {
 
 // *server.Server serves the HA routes.
 var _ ClusterServer = (*server.Server)(nil)
+
+// TestForward_EveryWriteRouteIsLeaderRouted fails when a route that changes
+// state is registered without being listed in leaderRoutes (a follower
+// would then run it locally and fail with 503 instead of forwarding).
+// Routes that act on this agent or a client node, not on Raft state, are
+// listed as local.
+func TestForward_EveryWriteRouteIsLeaderRouted(t *testing.T) {
+	local := map[string]bool{
+		"POST /v1/jobs/parse":                     true, // parses only
+		"PUT /v1/job/{id}/plan":                   true, // dry run on local state
+		"POST /v1/job/{id}/plan":                  true,
+		"PUT /v1/agent/join":                      true, // this server's gossip
+		"POST /v1/allocation/{id}/signal":         true, // proxied to the alloc's node
+		"POST /v1/allocation/{id}/restart":        true,
+		"POST /v1/allocation/{id}/exec":           true,
+		"POST /v1/client/allocation/{id}/restart": true,
+	}
+	hh, err := New(Config{Server: newFakeCluster(true), Client: &fakeClient{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hh.(*handler)
+	checked := 0
+	for _, method := range []string{"PUT", "POST", "DELETE"} {
+		for _, path := range []string{
+			"/v1/jobs", "/v1/jobs/parse", "/v1/job/x", "/v1/job/x/plan", "/v1/node/register", "/v1/node/x/heartbeat",
+			"/v1/node/x/allocations", "/v1/node/x/drain", "/v1/node/x/eligibility", "/v1/allocation/x/stop",
+			"/v1/allocation/x/signal", "/v1/allocation/x/restart", "/v1/allocation/x/exec", "/v1/operator/raft/peer",
+			"/v1/operator/snapshot", "/v1/agent/join", "/v1/client/allocation/x/restart",
+		} {
+			_, pattern := h.mux.Handler(httptest.NewRequest(method, path, nil))
+			if pattern == "" || local[pattern] {
+				continue
+			}
+			checked++
+			if !leaderRoutes[pattern] {
+				t.Errorf("write route %q is not forwarded to the leader", pattern)
+			}
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("only %d write routes checked; the route table changed shape", checked)
+	}
+}
