@@ -165,8 +165,24 @@ func (h *handler) onAllocNode(fn func(w http.ResponseWriter, r *http.Request, ac
 		rp := httputil.NewSingleHostReverseProxy(target)
 		rp.FlushInterval = -1
 		r.Header.Set(headerForwarded, "1")
-		_ = http.NewResponseController(w).EnableFullDuplex()
-		rp.ServeHTTP(w, r)
+		rc := http.NewResponseController(w)
+		_ = rc.EnableFullDuplex()
+		// The body is copied through a pipe this handler owns, so no read
+		// of the server's request body outlives the handler (exec streams
+		// stdin while the answer streams back).
+		body, bodyW := io.Pipe()
+		copied := make(chan struct{})
+		go func() {
+			defer close(copied)
+			_, err := io.Copy(bodyW, r.Body)
+			bodyW.CloseWithError(err)
+		}()
+		out := r.Clone(r.Context())
+		out.Body = body
+		rp.ServeHTTP(w, out)
+		_ = body.Close()
+		_ = rc.SetReadDeadline(time.Now())
+		<-copied
 	}
 }
 
@@ -251,7 +267,9 @@ func (h *handler) allocExec(w http.ResponseWriter, r *http.Request, actor allocA
 	stdout := &frameWriter{mu: &mu, bw: bw, rc: rc, typ: api.ExecFrameStdout}
 	stderr := &frameWriter{mu: &mu, bw: bw, rc: rc, typ: api.ExecFrameStderr}
 	stdinR, stdinW := io.Pipe()
+	stdinDone := make(chan struct{})
 	go func() {
+		defer close(stdinDone)
 		defer stdinW.Close()
 		for {
 			typ, p, err := api.ReadExecFrame(r.Body)
@@ -278,4 +296,8 @@ func (h *handler) allocExec(w http.ResponseWriter, r *http.Request, actor allocA
 	}
 	_ = bw.Flush()
 	_ = rc.Flush()
+	// End the stdin reader before returning: the server must not read the
+	// request body concurrently with the next request.
+	_ = rc.SetReadDeadline(time.Now())
+	<-stdinDone
 }
