@@ -100,8 +100,10 @@ type TaskGroup struct {
 	Constraints   []*Constraint
 	Affinities    []*Affinity
 	RestartPolicy *RestartPolicy
-	Tasks         []*Task
-	Meta          map[string]string
+	// ReschedulePolicy: see structs/reschedule.go; nil keeps the default.
+	ReschedulePolicy *ReschedulePolicy
+	Tasks            []*Task
+	Meta             map[string]string
 	// Gang places all Count allocations of the group at once or none of
 	// them, gives each a rank (see GangInfo) and restarts them together
 	// when one fails. See structs/gang.go.
@@ -308,6 +310,9 @@ func (tg *TaskGroup) validate(jobType string) []string {
 		add("gang: a gang group needs count of at least 1, got %d", tg.Count)
 	}
 	p = append(p, validateClass(tg.Requires, tg.Availability)...)
+	for _, msg := range validateReschedule(tg.ReschedulePolicy) {
+		add("%s", msg)
+	}
 	if rp := tg.RestartPolicy; rp != nil {
 		if rp.Attempts < 0 {
 			add("restart: attempts: must be 0 or more, got %d", rp.Attempts)
@@ -468,6 +473,10 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	n := *tg
 	n.Constraints = copyConstraints(tg.Constraints)
 	n.Affinities = copyAffinities(tg.Affinities)
+	if tg.ReschedulePolicy != nil {
+		rs := *tg.ReschedulePolicy
+		n.ReschedulePolicy = &rs
+	}
 	if tg.RestartPolicy != nil {
 		rp := *tg.RestartPolicy
 		n.RestartPolicy = &rp

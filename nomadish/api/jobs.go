@@ -97,6 +97,10 @@ type TaskGroup struct {
 	// RestartPolicy says how the client restarts failed tasks of the group;
 	// nil means the server's default for the job type.
 	RestartPolicy *RestartPolicy
+	// ReschedulePolicy says when the servers replace a failed allocation
+	// of the group on another placement; nil keeps the default (a failed
+	// service allocation is replaced, a failed batch one is not).
+	ReschedulePolicy *ReschedulePolicy `json:",omitempty"`
 	// Tasks are the group's tasks, in jobspec order.
 	Tasks []*Task
 	// Meta is free-form user metadata for the group.
@@ -191,6 +195,15 @@ type Affinity struct {
 	// Weight is the strength of the preference, -100 to 100; negative
 	// values repel.
 	Weight int
+}
+
+// ReschedulePolicy says how often a failed allocation is replaced: at most
+// Attempts replacements of the same allocation index within Interval, or
+// without limit when Unlimited.
+type ReschedulePolicy struct {
+	Attempts  int
+	Interval  time.Duration
+	Unlimited bool
 }
 
 // RestartPolicy says how a client restarts the failed tasks of a group:

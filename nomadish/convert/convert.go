@@ -99,6 +99,9 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 		Requires:     cloneStrings(tg.Requires),
 		Availability: tg.Availability,
 	}
+	if rs := tg.ReschedulePolicy; rs != nil {
+		out.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited}
+	}
 	if rp := tg.RestartPolicy; rp != nil {
 		out.RestartPolicy = &structs.RestartPolicy{
 			Attempts: rp.Attempts,
@@ -129,6 +132,9 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 		Gang:         tg.Gang,
 		Requires:     cloneStrings(tg.Requires),
 		Availability: tg.Availability,
+	}
+	if rs := tg.ReschedulePolicy; rs != nil {
+		out.ReschedulePolicy = &api.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited}
 	}
 	if rp := tg.RestartPolicy; rp != nil {
 		out.RestartPolicy = &api.RestartPolicy{

@@ -46,11 +46,15 @@ var (
 		Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "meta"}, {Name: "gang"}, {Name: "requires"}, {Name: "availability"}},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"}, {Type: "restart"},
+			{Type: "reschedule"},
 			{Type: "task", LabelNames: []string{"name"}},
 		},
 	}
 	restartSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "attempts"}, {Name: "delay"}, {Name: "interval"}, {Name: "mode"}},
+	}
+	rescheduleSchema = &hcl.BodySchema{
+		Attributes: []hcl.AttributeSchema{{Name: "attempts"}, {Name: "interval"}, {Name: "unlimited"}},
 	}
 	taskSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{
@@ -134,6 +138,12 @@ func (d *decoder) group(block *hcl.Block) *api.TaskGroup {
 				continue
 			}
 			tg.RestartPolicy = d.restart(b)
+		case "reschedule":
+			if tg.ReschedulePolicy != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			tg.ReschedulePolicy = d.reschedule(b)
 		case "task":
 			tg.Tasks = append(tg.Tasks, d.task(b))
 		}
@@ -149,6 +159,15 @@ func (d *decoder) restart(block *hcl.Block) *api.RestartPolicy {
 	d.duration(c.Attributes["interval"], &rp.Interval)
 	d.str(c.Attributes["mode"], &rp.Mode)
 	return rp
+}
+
+func (d *decoder) reschedule(block *hcl.Block) *api.ReschedulePolicy {
+	c := d.content(block.Body, rescheduleSchema)
+	rs := &api.ReschedulePolicy{}
+	d.integer(c.Attributes["attempts"], &rs.Attempts)
+	d.duration(c.Attributes["interval"], &rs.Interval)
+	d.boolean(c.Attributes["unlimited"], &rs.Unlimited)
+	return rs
 }
 
 func (d *decoder) task(block *hcl.Block) *api.Task {

@@ -55,6 +55,9 @@ type reconcileResult struct {
 //   - A service allocation that is client-terminal (complete, failed, lost)
 //     is replaced; the replacement names it in PreviousAllocation.
 //   - An allocation the server already told to stop is ignored.
+//   - With a group reschedule policy, a failed allocation (batch or
+//     service) is replaced while the policy allows (rescheduleAllowed) and
+//     kept, not replaced, once it does not.
 //   - A live allocation marked DesiredTransition.Migrate (a node drain) is
 //     not counted: its index gets a replacement (naming it previous) while
 //     it keeps running; the drainer stops it once the replacement runs.
@@ -106,10 +109,17 @@ func reconcile(job *structs.Job, allocs []*structs.Allocation) reconcileResult {
 		// running, not counted live, until the drainer stops them once
 		// their replacement runs.
 		migrating := map[int]*structs.Allocation{}
+		// failed holds, with a reschedule policy, the failed allocations
+		// per index, oldest first.
+		failed := map[int][]*structs.Allocation{}
 		for _, a := range byGroup[tg.Name] {
 			idx := a.Index()
 			switch a.DesiredStatus {
 			case structs.AllocDesiredStatusStop, structs.AllocDesiredStatusEvict:
+				continue
+			}
+			if a.ClientTerminalStatus() && a.ClientStatus == structs.AllocClientStatusFailed && tg.ReschedulePolicy != nil {
+				failed[idx] = append(failed[idx], a)
 				continue
 			}
 			if a.ClientTerminalStatus() {
@@ -129,6 +139,13 @@ func reconcile(job *structs.Job, allocs []*structs.Allocation) reconcileResult {
 				continue
 			}
 			live[idx] = a
+		}
+		for idx, fs := range failed {
+			if rescheduleAllowed(tg.ReschedulePolicy, fs) {
+				previous[idx] = fs[len(fs)-1]
+			} else {
+				kept[idx] = true
+			}
 		}
 		for idx := 0; idx < tg.Count; idx++ {
 			a := live[idx]
@@ -189,4 +206,24 @@ func withoutMeta(tg *structs.TaskGroup) *structs.TaskGroup {
 		}
 	}
 	return c
+}
+
+// rescheduleAllowed reports whether the newest of an index's failed
+// allocations (oldest first) may be replaced under the group's reschedule
+// policy: without limit, or when the failures within Interval of the
+// newest one's last update (all of them when Interval is 0) number at
+// most Attempts. Times come from the allocations, so the decision is the
+// same on every server.
+func rescheduleAllowed(rp *structs.ReschedulePolicy, failed []*structs.Allocation) bool {
+	if rp.Unlimited {
+		return true
+	}
+	newest := failed[len(failed)-1].ModifyTime
+	n := 0
+	for _, a := range failed {
+		if rp.Interval == 0 || newest-a.ModifyTime <= int64(rp.Interval) {
+			n++
+		}
+	}
+	return n <= rp.Attempts
 }
