@@ -85,12 +85,18 @@ func (s *Server) RemoveRaftPeer(ctx context.Context, idOrAddr string) error {
 }
 
 // VerifyLeader confirms that this server still leads a quorum (Raft's
-// VerifyLeader: a round of heartbeats), for a consistent read. It returns
-// an error wrapping structs.ErrNotLeader when it does not (forward the read
-// to the leader), structs.ErrShutdown, or ctx's error.
+// VerifyLeader: a round of heartbeats) and has established leadership (its
+// state holds every committed entry), for a consistent read. It returns an
+// error wrapping structs.ErrNotLeader when it does not (forward the read to
+// the leader, or retry), structs.ErrShutdown, or ctx's error.
 func (s *Server) VerifyLeader(ctx context.Context) error {
 	if err := s.checkLeader(); err != nil {
 		return err
+	}
+	if !s.established.Load() {
+		// Consul's isReadyForConsistentReads: until the new leader's
+		// barrier has applied every committed entry, its state may lag.
+		return fmt.Errorf("verify leader: %w: leadership not yet established", structs.ErrNotLeader)
 	}
 	f := s.raft.VerifyLeader()
 	done := make(chan error, 1)
