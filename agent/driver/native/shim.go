@@ -143,8 +143,13 @@ func runShim(specPath string) int {
 }
 
 // writeFileAtomic writes v as JSON to path through a temporary file, an
-// fsync and a rename, so a reader sees the whole file or none.
-func writeFileAtomic(path string, v interface{}) error {
+// fsync and a rename, so a reader sees the whole file or none, even after
+// a crash of the host.
+func writeFileAtomic(path string, v interface{}) error { return writeFile(path, v, true) }
+
+// writeFile writes v as JSON to path through a temporary file and a
+// rename, with an fsync first when durable.
+func writeFile(path string, v interface{}, durable bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -158,9 +163,11 @@ func writeFileAtomic(path string, v interface{}) error {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if durable {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
@@ -201,7 +208,8 @@ func startShim(cfg *driver.TaskConfig, spec *shimSpec) (*exec.Cmd, int, error) {
 	if err := os.Remove(exitPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, fmt.Errorf("remove old exit file: %w", err)
 	}
-	if err := writeFileAtomic(specPath, spec); err != nil {
+	// The spec is read once, right away: it need not survive a host crash.
+	if err := writeFile(specPath, spec, false); err != nil {
 		return nil, 0, fmt.Errorf("write shim spec: %w", err)
 	}
 	exe, err := os.Executable()
