@@ -59,10 +59,7 @@ func (s *Server) applyPlan(p *pendingPlan) (*structs.PlanResult, error) {
 	for _, node := range sortedKeys(result.NodeUpdate) {
 		for _, a := range result.NodeUpdate[node] {
 			a.ModifyTime = now
-			req.AllocsStopped = append(req.AllocsStopped, &structs.Allocation{
-				ID: a.ID, NodeID: a.NodeID, JobID: a.JobID, TaskGroup: a.TaskGroup,
-				DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription, ModifyTime: now,
-			})
+			req.AllocsStopped = append(req.AllocsStopped, structs.NormalizedStop(a))
 		}
 	}
 	for _, node := range sortedKeys(result.NodeAllocation) {

@@ -53,6 +53,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			a.DesiredStatus = structs.AllocDesiredStatusStop
 		}
 		a.DesiredDescription = stop.DesiredDescription
+		// The fields taken from a stop match structs.NormalizedStop.
 		a.PreemptedByJob = stop.PreemptedByJob
 		a.ModifyIndex, a.AllocModifyIndex = index, index
 		a.ModifyTime = req.UpdatedAt

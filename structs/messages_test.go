@@ -110,3 +110,15 @@ func TestValidateKillSignal(t *testing.T) {
 		}
 	}
 }
+
+func TestNormalizedStopKeepsWhatTheStoreTakes(t *testing.T) {
+	a := &Allocation{ID: "a", NodeID: "n", JobID: "j", TaskGroup: "g", Job: &Job{ID: "j"},
+		DesiredStatus: AllocDesiredStatusEvict, DesiredDescription: "preempted", PreemptedByJob: "high", ModifyTime: 7,
+		TaskStates: map[string]*TaskState{"t": {}}}
+	got := NormalizedStop(a)
+	want := &Allocation{ID: "a", NodeID: "n", JobID: "j", TaskGroup: "g",
+		DesiredStatus: AllocDesiredStatusEvict, DesiredDescription: "preempted", PreemptedByJob: "high", ModifyTime: 7}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("NormalizedStop = %+v, want %+v", got, want)
+	}
+}

@@ -36,6 +36,18 @@ func (p *Plan) AppendAlloc(alloc *Allocation) {
 	p.NodeAllocation[alloc.NodeID] = append(p.NodeAllocation[alloc.NodeID], alloc)
 }
 
+// NormalizedStop returns the part of a stop update that travels in a Raft
+// entry: the fields the state store takes from a stop (DesiredStatus,
+// DesiredDescription, PreemptedByJob) and those that locate the
+// allocation. Keep it in step with state.UpsertPlanResults.
+func NormalizedStop(a *Allocation) *Allocation {
+	return &Allocation{
+		ID: a.ID, NodeID: a.NodeID, JobID: a.JobID, TaskGroup: a.TaskGroup,
+		DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
+		PreemptedByJob: a.PreemptedByJob, ModifyTime: a.ModifyTime,
+	}
+}
+
 // IsNoOp reports whether the plan changes nothing.
 func (p *Plan) IsNoOp() bool { return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0 }
 
