@@ -2,6 +2,7 @@ package http
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -164,7 +165,26 @@ func (h *handler) onAllocNode(fn func(w http.ResponseWriter, r *http.Request, ac
 		}
 		rp := httputil.NewSingleHostReverseProxy(target)
 		rp.FlushInterval = -1
+		rp.Transport = actionProxyTransport
 		r.Header.Set(headerForwarded, "1")
+		if !strings.HasSuffix(r.URL.Path, "/exec") {
+			// A small action body is sent whole, with its length, so the
+			// node agent can never answer while it is still arriving.
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				h.writeError(w, r, badRequest("reading the request body: %v", err))
+				return
+			}
+			out := r.Clone(r.Context())
+			out.Body = io.NopCloser(bytes.NewReader(b))
+			out.ContentLength = int64(len(b))
+			rp.ServeHTTP(w, out)
+			return
+		}
+		// Exec streams stdin after the answer has started: the client's
+		// connection is not reused, since the deadline below may leave
+		// unread bytes on it.
+		w.Header().Set("Connection", "close")
 		rc := http.NewResponseController(w)
 		_ = rc.EnableFullDuplex()
 		// The body is copied through a pipe this handler owns, so no read
@@ -185,6 +205,16 @@ func (h *handler) onAllocNode(fn func(w http.ResponseWriter, r *http.Request, ac
 		<-copied
 	}
 }
+
+// actionProxyTransport carries each proxied allocation action on a fresh
+// connection: a pooled connection the node agent closed after an exec
+// stream would fail the next POST, which net/http does not retry, with a
+// 502.
+var actionProxyTransport = func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableKeepAlives = true
+	return t
+}()
 
 func (h *handler) allocSignal(w http.ResponseWriter, r *http.Request, actor allocActor, alloc *structs.Allocation) {
 	var req api.AllocSignalRequest
@@ -273,7 +303,13 @@ func (h *handler) allocExec(w http.ResponseWriter, r *http.Request, actor allocA
 		defer stdinW.Close()
 		for {
 			typ, p, err := api.ReadExecFrame(r.Body)
-			if err != nil || typ == api.ExecFrameStdinEOF {
+			if err != nil {
+				return
+			}
+			if typ == api.ExecFrameStdinEOF {
+				// Read the body to its end, so the connection closes
+				// cleanly under a proxy still sending it.
+				_, _ = io.Copy(io.Discard, r.Body)
 				return
 			}
 			if typ == api.ExecFrameStdin {
@@ -297,7 +333,14 @@ func (h *handler) allocExec(w http.ResponseWriter, r *http.Request, actor allocA
 	_ = bw.Flush()
 	_ = rc.Flush()
 	// End the stdin reader before returning: the server must not read the
-	// request body concurrently with the next request.
+	// request body concurrently with the next request. A client whose stdin
+	// has ended gets a moment to finish sending, so a proxy relaying the
+	// body is not cut off mid-write.
+	select {
+	case <-stdinDone:
+		return
+	case <-time.After(time.Second):
+	}
 	_ = rc.SetReadDeadline(time.Now())
 	<-stdinDone
 }
