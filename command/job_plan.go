@@ -1,13 +1,11 @@
 package command
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
-	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 	"github.com/hashicorp/cli"
 )
 
@@ -63,26 +61,9 @@ func (c *JobPlanCommand) Run(args []string) int {
 		c.Meta.UI.Error("This command takes one argument: the jobspec file")
 		return cli.RunResultHelp
 	}
-	all := map[string]string{}
-	if varFile != "" {
-		fileVars, err := readVarFile(varFile)
-		if err != nil {
-			return c.Meta.errorf("Error: %v", err)
-		}
-		for k, v := range fileVars {
-			all[k] = v
-		}
-	}
-	for k, v := range vars {
-		all[k] = v
-	}
-	job, err := jobspec.ParseFile(fs.Arg(0), all)
-	if err != nil {
-		var perr *jobspec.Error
-		if errors.As(err, &perr) {
-			return c.Meta.errorf("%v", perr)
-		}
-		return c.Meta.errorf("Error reading jobspec: %v", err)
+	job, code := c.Meta.parseJobFile(fs.Arg(0), varFile, vars)
+	if job == nil {
+		return code
 	}
 	client, err := c.Meta.client()
 	if err != nil {
@@ -92,7 +73,7 @@ func (c *JobPlanCommand) Run(args []string) int {
 	if err != nil {
 		return c.Meta.errorf("Error planning job: %v", err)
 	}
-	code := planExitFits
+	code = planExitFits
 	for _, g := range plan.Groups {
 		if g.Queued > 0 {
 			code = planExitQueued

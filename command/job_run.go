@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/hcl/v2"
@@ -83,26 +84,9 @@ func (c *JobRunCommand) Run(args []string) int {
 		c.Meta.UI.Error("This command takes one argument: the jobspec file")
 		return cli.RunResultHelp
 	}
-	all := map[string]string{}
-	if varFile != "" {
-		fileVars, err := readVarFile(varFile)
-		if err != nil {
-			return c.Meta.errorf("Error: %v", err)
-		}
-		for k, v := range fileVars {
-			all[k] = v
-		}
-	}
-	for k, v := range vars {
-		all[k] = v
-	}
-	job, err := jobspec.ParseFile(fs.Arg(0), all)
-	if err != nil {
-		var perr *jobspec.Error
-		if errors.As(err, &perr) {
-			return c.Meta.errorf("%v", perr)
-		}
-		return c.Meta.errorf("Error reading jobspec: %v", err)
+	job, code := c.Meta.parseJobFile(fs.Arg(0), varFile, vars)
+	if job == nil {
+		return code
 	}
 	client, err := c.Meta.client()
 	if err != nil {
@@ -124,11 +108,39 @@ func (c *JobRunCommand) Run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	code := c.Meta.monitor(ctx, client, resp.EvalID)
+	code = c.Meta.monitor(ctx, client, resp.EvalID)
 	if code != exitPlaced || !progress {
 		return code
 	}
 	return c.Meta.watchStart(ctx, client, job.ID, resp.EvalID, c.Meta.terminal())
+}
+
+// parseJobFile parses the jobspec at path with the variables of varFile
+// (if any) overridden by vars. On error it prints the problem (file:line:col
+// for jobspec errors) and returns a nil job and exit code 1.
+func (m *Meta) parseJobFile(path, varFile string, vars map[string]string) (*api.Job, int) {
+	all := map[string]string{}
+	if varFile != "" {
+		fileVars, err := readVarFile(varFile)
+		if err != nil {
+			return nil, m.errorf("Error: %v", err)
+		}
+		for k, v := range fileVars {
+			all[k] = v
+		}
+	}
+	for k, v := range vars {
+		all[k] = v
+	}
+	job, err := jobspec.ParseFile(path, all)
+	if err != nil {
+		var perr *jobspec.Error
+		if errors.As(err, &perr) {
+			return nil, m.errorf("%v", perr)
+		}
+		return nil, m.errorf("Error reading jobspec: %v", err)
+	}
+	return job, 0
 }
 
 // readVarFile reads "name = value" attributes from an HCL file. A string
