@@ -64,8 +64,10 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		if err != nil {
 			return fmt.Errorf("update allocs: %w", err)
 		}
-		// A failed gang member, batch or service, restarts its whole gang.
-		if job == nil || job.Stop || (job.Type != structs.JobTypeService && !job.IsGangGroup(old.TaskGroup)) {
+		// A failed gang member, batch or service, restarts its whole gang;
+		// a failed batch allocation is replaced only under a reschedule
+		// policy.
+		if job == nil || job.Stop || (job.Type != structs.JobTypeService && !job.IsGangGroup(old.TaskGroup) && !hasReschedulePolicy(job, old.TaskGroup)) {
 			continue
 		}
 		evalFor[job.ID] = true
@@ -160,4 +162,11 @@ func (s *Server) AllocGet(ctx context.Context, allocID string, q *structs.QueryO
 // a prefix matched.
 func ambiguous(kind, prefix string, ids []string) error {
 	return fmt.Errorf("%w: %s prefix %q matches %d: %s", structs.ErrInvalid, kind, prefix, len(ids), strings.Join(ids, ", "))
+}
+
+// hasReschedulePolicy reports whether the job's group has a reschedule
+// block.
+func hasReschedulePolicy(job *structs.Job, group string) bool {
+	tg := job.LookupTaskGroup(group)
+	return tg != nil && tg.ReschedulePolicy != nil
 }

@@ -76,6 +76,10 @@ type EvalBroker struct {
 	deliveries map[string]int
 	// delayed holds timers that re-enqueue nacked evaluations.
 	delayed map[string]*time.Timer
+	// waiting holds timers that enqueue evaluations whose WaitUntil has
+	// not come; they do not count as their job's outstanding evaluation
+	// meanwhile, so other evaluations of the job are not held up.
+	waiting map[string]*time.Timer
 	// requeue holds evaluations enqueued again while dequeued (a blocked
 	// evaluation unblocked before its worker acked it); Ack makes them
 	// ready again, Nack drops them (the nack re-delivers anyway).
@@ -101,6 +105,8 @@ type BrokerStats struct {
 	// TotalWaiting counts nacked evaluations waiting for their re-delivery
 	// delay.
 	TotalWaiting int
+	// TotalDelayed counts evaluations held until their WaitUntil.
+	TotalDelayed int
 	TotalFailed  int
 	ByType       map[string]int
 }
@@ -133,12 +139,16 @@ func (b *EvalBroker) resetLocked() {
 	for _, t := range b.delayed {
 		t.Stop()
 	}
+	for _, t := range b.waiting {
+		t.Stop()
+	}
 	b.ready = map[string]*evalHeap{}
 	b.unack = map[string]*unackEval{}
 	b.jobEvals = map[string]string{}
 	b.pending = map[string]*evalHeap{}
 	b.deliveries = map[string]int{}
 	b.delayed = map[string]*time.Timer{}
+	b.waiting = map[string]*time.Timer{}
 	b.requeue = map[string]*structs.Evaluation{}
 	b.failed = nil
 }
@@ -177,7 +187,8 @@ func jobKey(namespace, jobID string) string { return namespace + "\x00" + jobID 
 // for a terminal evaluation, and for an evaluation the broker already
 // tracks as ready, pending or waiting (so a retried enqueue is harmless).
 // An evaluation enqueued while it is dequeued is delivered again after its
-// Ack.
+// Ack. An evaluation whose WaitUntil (Unix nanoseconds) is in the future is
+// held until then, then enqueued as usual.
 func (b *EvalBroker) Enqueue(eval *structs.Evaluation) {
 	if eval == nil {
 		return
@@ -194,7 +205,26 @@ func (b *EvalBroker) Enqueue(eval *structs.Evaluation) {
 		return
 	}
 	b.deliveries[eval.ID] = 0
+	if wait := time.Until(time.Unix(0, eval.WaitUntil)); eval.WaitUntil > 0 && wait > 0 {
+		b.waitLocked(eval.Copy(), wait)
+		return
+	}
 	b.enqueueLocked(eval.Copy())
+}
+
+// waitLocked enqueues eval after wait, unless the broker is flushed
+// (disabled) meanwhile.
+func (b *EvalBroker) waitLocked(eval *structs.Evaluation, wait time.Duration) {
+	id := eval.ID
+	b.waiting[id] = time.AfterFunc(wait, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, ok := b.waiting[id]; !ok {
+			return // flushed meanwhile
+		}
+		delete(b.waiting, id)
+		b.enqueueLocked(eval)
+	})
 }
 
 // enqueueLocked makes eval ready, or pending when its job already has an
@@ -425,6 +455,7 @@ func (b *EvalBroker) Stats() BrokerStats {
 	st := BrokerStats{
 		TotalUnacked: len(b.unack),
 		TotalWaiting: len(b.delayed),
+		TotalDelayed: len(b.waiting),
 		TotalFailed:  len(b.failed),
 		ByType:       map[string]int{},
 	}

@@ -18,6 +18,10 @@ const (
 	EvalTriggerRetryFailed   = "failed-follow-up"
 	EvalTriggerQueuedAllocs  = "queued-allocs"
 	EvalTriggerMaxPlans      = "max-plan-attempts"
+	// EvalTriggerRescheduleLater marks the follow-up evaluation the
+	// scheduler creates for a failed allocation whose reschedule delay has
+	// not yet passed; its WaitUntil is the time the delay ends.
+	EvalTriggerRescheduleLater = "reschedule-later"
 )
 
 // Evaluation asks the scheduler to reconcile one job with the cluster.
@@ -48,6 +52,21 @@ type Evaluation struct {
 	// CreateTime and ModifyTime are Unix nanoseconds, set by endpoints.
 	CreateTime int64
 	ModifyTime int64
+	// WaitUntil, Unix nanoseconds, holds a pending evaluation in the eval
+	// broker until that time (0: deliver at once). The scheduler reads the
+	// later of ModifyTime and WaitUntil as the evaluation's "now" (see
+	// EvalTime).
+	WaitUntil int64
+}
+
+// EvalTime returns the time, Unix nanoseconds, the scheduler takes as "now"
+// for this evaluation: the later of ModifyTime (stamped by the endpoint or
+// worker that wrote it) and WaitUntil (the broker does not deliver it
+// before then). The scheduler reads no clock, so every server computes the
+// same plan from the same evaluation; an evaluation processed late sees an
+// older "now" and at worst schedules a follow-up that is already due.
+func (e *Evaluation) EvalTime() int64 {
+	return max(e.ModifyTime, e.WaitUntil)
 }
 
 // TerminalStatus reports whether the evaluation is finished.

@@ -199,11 +199,13 @@ type Affinity struct {
 
 // ReschedulePolicy says how often a failed allocation is replaced: at most
 // Attempts replacements of the same allocation index within Interval, or
-// without limit when Unlimited.
+// without limit when Unlimited, each Delay after the failure (0: at once).
+// Durations encode in JSON as integer nanoseconds.
 type ReschedulePolicy struct {
 	Attempts  int
 	Interval  time.Duration
 	Unlimited bool
+	Delay     time.Duration `json:",omitempty"`
 }
 
 // RestartPolicy says how a client restarts the failed tasks of a group:

@@ -100,7 +100,7 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 		Availability: tg.Availability,
 	}
 	if rs := tg.ReschedulePolicy; rs != nil {
-		out.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited}
+		out.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay}
 	}
 	if rp := tg.RestartPolicy; rp != nil {
 		out.RestartPolicy = &structs.RestartPolicy{
@@ -134,7 +134,7 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 		Availability: tg.Availability,
 	}
 	if rs := tg.ReschedulePolicy; rs != nil {
-		out.ReschedulePolicy = &api.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited}
+		out.ReschedulePolicy = &api.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay}
 	}
 	if rp := tg.RestartPolicy; rp != nil {
 		out.RestartPolicy = &api.RestartPolicy{

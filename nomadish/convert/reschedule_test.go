@@ -15,6 +15,7 @@ func TestReschedulePolicyFromJobspec(t *testing.T) {
     reschedule {
       attempts = 2
       interval = "1h"
+      delay    = "1m30s"
     }
     task "t" {
       driver = "native"
@@ -28,7 +29,7 @@ func TestReschedulePolicyFromJobspec(t *testing.T) {
 	}
 	j := JobToStructs(aj)
 	rp := j.TaskGroups[0].ReschedulePolicy
-	if rp == nil || rp.Attempts != 2 || rp.Interval != time.Hour || rp.Unlimited {
+	if rp == nil || rp.Attempts != 2 || rp.Interval != time.Hour || rp.Unlimited || rp.Delay != 90*time.Second {
 		t.Fatalf("reschedule policy %+v", rp)
 	}
 	if back := JobFromStructs(j).TaskGroups[0].ReschedulePolicy; back == nil || *back != *aj.TaskGroups[0].ReschedulePolicy {
@@ -41,6 +42,16 @@ func TestReschedulePolicyFromJobspec(t *testing.T) {
 	j.TaskGroups[0].ReschedulePolicy.Attempts = -1
 	if err := j.Validate(); err == nil || !strings.Contains(err.Error(), "reschedule: attempts") {
 		t.Fatalf("negative attempts: %v", err)
+	}
+	j.TaskGroups[0].ReschedulePolicy.Attempts = 2
+	j.TaskGroups[0].ReschedulePolicy.Delay = -time.Second
+	if err := j.Validate(); err == nil || !strings.Contains(err.Error(), "reschedule: delay") {
+		t.Fatalf("negative delay: %v", err)
+	}
+	// A delay that is not a duration is refused with its position.
+	badDelay := strings.Replace(src, `delay    = "1m30s"`, `delay    = "soon"`, 1)
+	if _, err := jobspec.Parse("r.hcl", []byte(badDelay), nil); err == nil || !strings.Contains(err.Error(), "r.hcl:7:") {
+		t.Fatalf("bad delay: %v", err)
 	}
 	// An unknown key in the block is refused with its position.
 	bad := strings.Replace(src, "attempts = 2", "attemps = 2", 1)

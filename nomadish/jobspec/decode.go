@@ -54,7 +54,7 @@ var (
 		Attributes: []hcl.AttributeSchema{{Name: "attempts"}, {Name: "delay"}, {Name: "interval"}, {Name: "mode"}},
 	}
 	rescheduleSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "attempts"}, {Name: "interval"}, {Name: "unlimited"}},
+		Attributes: []hcl.AttributeSchema{{Name: "attempts"}, {Name: "interval"}, {Name: "unlimited"}, {Name: "delay"}},
 	}
 	taskSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{
@@ -167,6 +167,7 @@ func (d *decoder) reschedule(block *hcl.Block) *api.ReschedulePolicy {
 	d.integer(c.Attributes["attempts"], &rs.Attempts)
 	d.duration(c.Attributes["interval"], &rs.Interval)
 	d.boolean(c.Attributes["unlimited"], &rs.Unlimited)
+	d.duration(c.Attributes["delay"], &rs.Delay)
 	return rs
 }
 

@@ -59,6 +59,9 @@ type attempt struct {
 	queued map[string]int
 	// preempted holds the jobs whose allocations the plan evicts.
 	preempted map[string]*structs.Job
+	// rescheduleAt is reconcileResult.rescheduleAt: when a failed
+	// allocation waiting for its reschedule delay becomes due (0: none).
+	rescheduleAt int64
 }
 
 // Process reconciles the evaluation's job with the cluster, submits the
@@ -82,6 +85,10 @@ type attempt struct {
 // copied), is updated with Status "complete" and BlockedEval set to the
 // new evaluation's ID. An evaluation with nothing left to place ends
 // "complete".
+//
+// A failed allocation kept only because its group's reschedule delay has
+// not passed at the evaluation's time (Evaluation.EvalTime) gets one
+// follow-up evaluation (see rescheduleLater).
 //
 // Process returns an error, and updates nothing, only when the state or the
 // planner failed; the worker should nack the evaluation for a retry.
@@ -133,7 +140,33 @@ func (s *genericScheduler) Process(eval *structs.Evaluation) error {
 	if err := s.requeuePreempted(ev, preempted); err != nil {
 		return err
 	}
+	if err := s.rescheduleLater(ev, out); err != nil {
+		return err
+	}
 	return s.finish(ev, out)
+}
+
+// rescheduleLater creates, when the attempt kept a failed allocation only
+// because its reschedule delay has not passed, one pending evaluation
+// (TriggeredBy "reschedule-later", PreviousEval ev's ID) with WaitUntil the
+// earliest due time: the eval broker holds it until then, and its
+// evaluation time (Evaluation.EvalTime) is then at least the due time, so
+// it places the replacement.
+func (s *genericScheduler) rescheduleLater(ev *structs.Evaluation, out *attempt) error {
+	if out.rescheduleAt == 0 || out.job == nil || out.job.Stop {
+		return nil
+	}
+	j := out.job
+	e := &structs.Evaluation{
+		ID: structs.GenerateUUID(), Namespace: j.Namespace, Priority: j.Priority, Type: j.Type,
+		TriggeredBy: structs.EvalTriggerRescheduleLater, JobID: j.ID, JobModifyIndex: j.JobModifyIndex,
+		Status: structs.EvalStatusPending, PreviousEval: ev.ID, SnapshotIndex: ev.SnapshotIndex,
+		WaitUntil: out.rescheduleAt,
+	}
+	if err := s.planner.CreateEval(e); err != nil {
+		return fmt.Errorf("scheduler: create reschedule-later eval for job %q: %w", j.ID, err)
+	}
+	return nil
 }
 
 // requeuePreempted creates a blocked evaluation (TriggeredBy "preemption")
@@ -235,7 +268,8 @@ func computeAttempt(state State, ev *structs.Evaluation) (*attempt, error) {
 	if job != nil {
 		plan.Priority = job.Priority
 	}
-	rec := reconcile(job, allocs)
+	rec := reconcile(job, allocs, ev.EvalTime())
+	out.rescheduleAt = rec.rescheduleAt
 	for _, st := range rec.stops {
 		plan.AppendStoppedAlloc(st.alloc, st.desc)
 	}

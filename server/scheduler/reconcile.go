@@ -34,6 +34,10 @@ type reconcileResult struct {
 	inplace []*structs.Allocation
 	// places is in job group order, then index order.
 	places []placementRequest
+	// rescheduleAt is the earliest time, Unix nanoseconds, a failed
+	// allocation kept only because its reschedule delay has not passed
+	// becomes due; 0 when there is none.
+	rescheduleAt int64
 }
 
 // reconcile compares the job (nil when it no longer exists) with all of its
@@ -57,14 +61,18 @@ type reconcileResult struct {
 //   - An allocation the server already told to stop is ignored.
 //   - With a group reschedule policy, a failed allocation (batch or
 //     service) is replaced while the policy allows (rescheduleAllowed) and
-//     kept, not replaced, once it does not.
+//     kept, not replaced, once it does not. With a Delay, an allowed
+//     replacement waits until the failed allocation's ModifyTime + Delay
+//     (rescheduleDue): before then (now is the evaluation's time) the index
+//     is kept and rescheduleAt records the earliest due time, so the
+//     scheduler can evaluate the job again then. Gang groups ignore Delay.
 //   - A live allocation marked DesiredTransition.Migrate (a node drain) is
 //     not counted: its index gets a replacement (naming it previous) while
 //     it keeps running; the drainer stops it once the replacement runs.
 //   - A gang group is reconciled as a whole (see reconcileGang).
 //
 // Every index in [0, count) without a live or kept allocation is placed.
-func reconcile(job *structs.Job, allocs []*structs.Allocation) reconcileResult {
+func reconcile(job *structs.Job, allocs []*structs.Allocation, now int64) reconcileResult {
 	var res reconcileResult
 	sorted := slices.Clone(allocs)
 	sort.SliceStable(sorted, func(i, j int) bool {
@@ -141,11 +149,19 @@ func reconcile(job *structs.Job, allocs []*structs.Allocation) reconcileResult {
 			live[idx] = a
 		}
 		for idx, fs := range failed {
-			if rescheduleAllowed(tg.ReschedulePolicy, fs) {
-				previous[idx] = fs[len(fs)-1]
-			} else {
+			if !rescheduleAllowed(tg.ReschedulePolicy, fs) {
 				kept[idx] = true
+				continue
 			}
+			newest := fs[len(fs)-1]
+			if due := rescheduleDue(tg.ReschedulePolicy, newest); due > now {
+				kept[idx] = true
+				if live[idx] == nil && idx < tg.Count && (res.rescheduleAt == 0 || due < res.rescheduleAt) {
+					res.rescheduleAt = due
+				}
+				continue
+			}
+			previous[idx] = newest
 		}
 		for idx := 0; idx < tg.Count; idx++ {
 			a := live[idx]
@@ -206,6 +222,16 @@ func withoutMeta(tg *structs.TaskGroup) *structs.TaskGroup {
 		}
 	}
 	return c
+}
+
+// rescheduleDue returns the time, Unix nanoseconds, a failed allocation's
+// replacement may be placed: its ModifyTime (when the client reported the
+// failure) plus the policy's Delay, or 0 (at once) without a delay.
+func rescheduleDue(rp *structs.ReschedulePolicy, failed *structs.Allocation) int64 {
+	if rp.Delay <= 0 {
+		return 0
+	}
+	return failed.ModifyTime + int64(rp.Delay)
 }
 
 // rescheduleAllowed reports whether the newest of an index's failed

@@ -15,7 +15,7 @@ func TestReconcileMigratingAllocKeepsRunningUntilReplaced(t *testing.T) {
 
 	// Marked to migrate: a replacement is placed naming it, and it is not
 	// stopped.
-	res := reconcile(job, []*structs.Allocation{old})
+	res := reconcile(job, []*structs.Allocation{old}, 0)
 	if len(res.stops) != 0 || len(res.places) != 1 || res.places[0].previous != old || res.places[0].index != 0 {
 		t.Fatalf("stops %d places %+v: want one replacement of the migrating allocation and no stop", len(res.stops), res.places)
 	}
@@ -23,7 +23,7 @@ func TestReconcileMigratingAllocKeepsRunningUntilReplaced(t *testing.T) {
 	// the old allocation is left for the drainer to stop.
 	repl := &structs.Allocation{ID: "new", Name: old.Name, JobID: "web", Job: job, TaskGroup: "g", PreviousAllocation: "old",
 		DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending, CreateIndex: 9}
-	res = reconcile(job, []*structs.Allocation{old, repl})
+	res = reconcile(job, []*structs.Allocation{old, repl}, 0)
 	if len(res.stops) != 0 || len(res.places) != 0 {
 		t.Fatalf("stops %d places %d: want none while the drainer waits for the replacement", len(res.stops), len(res.places))
 	}
@@ -32,7 +32,7 @@ func TestReconcileMigratingAllocKeepsRunningUntilReplaced(t *testing.T) {
 	job2.TaskGroups[0].Count = 0
 	old2 := old.Copy()
 	old2.Job = job2
-	res = reconcile(job2, []*structs.Allocation{old2})
+	res = reconcile(job2, []*structs.Allocation{old2}, 0)
 	if len(res.stops) != 1 || len(res.places) != 0 {
 		t.Fatalf("count 0: stops %d places %d", len(res.stops), len(res.places))
 	}

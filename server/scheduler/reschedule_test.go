@@ -41,7 +41,7 @@ func TestReconcileReschedulePolicy(t *testing.T) {
 			for i, at := range tc.failures {
 				allocs = append(allocs, failedAt(job, string(rune('a'+i)), uint64(i+1), at))
 			}
-			res := reconcile(job, allocs)
+			res := reconcile(job, allocs, 0)
 			if got := len(res.places) == 1; got != tc.replace {
 				t.Fatalf("replaced %v (places %d), want %v", got, len(res.places), tc.replace)
 			}
