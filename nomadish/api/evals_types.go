@@ -36,6 +36,10 @@ type Evaluation struct {
 	// CreateTime and ModifyTime are Unix nanoseconds.
 	CreateTime int64
 	ModifyTime int64
+	// WaitUntil, Unix nanoseconds, is when a pending evaluation is
+	// delivered to a scheduler (0: at once), e.g. a "reschedule-later"
+	// evaluation waiting for a reschedule delay.
+	WaitUntil int64 `json:",omitempty"`
 }
 
 // TerminalStatus reports whether the evaluation is finished.

@@ -199,13 +199,16 @@ type Affinity struct {
 
 // ReschedulePolicy says how often a failed allocation is replaced: at most
 // Attempts replacements of the same allocation index within Interval, or
-// without limit when Unlimited, each Delay after the failure (0: at once).
-// Durations encode in JSON as integer nanoseconds.
+// without limit when Unlimited, each Delay after the failure (0: at once),
+// growing with DelayFunction "exponential" up to MaxDelay. Durations encode
+// in JSON as integer nanoseconds.
 type ReschedulePolicy struct {
-	Attempts  int
-	Interval  time.Duration
-	Unlimited bool
-	Delay     time.Duration `json:",omitempty"`
+	Attempts      int
+	Interval      time.Duration
+	Unlimited     bool
+	Delay         time.Duration `json:",omitempty"`
+	DelayFunction string        `json:",omitempty"`
+	MaxDelay      time.Duration `json:",omitempty"`
 }
 
 // RestartPolicy says how a client restarts the failed tasks of a group:

@@ -100,7 +100,8 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 		Availability: tg.Availability,
 	}
 	if rs := tg.ReschedulePolicy; rs != nil {
-		out.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay}
+		out.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
+			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
 	}
 	if rp := tg.RestartPolicy; rp != nil {
 		out.RestartPolicy = &structs.RestartPolicy{
@@ -134,7 +135,8 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 		Availability: tg.Availability,
 	}
 	if rs := tg.ReschedulePolicy; rs != nil {
-		out.ReschedulePolicy = &api.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay}
+		out.ReschedulePolicy = &api.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
+			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
 	}
 	if rp := tg.RestartPolicy; rp != nil {
 		out.RestartPolicy = &api.RestartPolicy{

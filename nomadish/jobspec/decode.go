@@ -54,7 +54,8 @@ var (
 		Attributes: []hcl.AttributeSchema{{Name: "attempts"}, {Name: "delay"}, {Name: "interval"}, {Name: "mode"}},
 	}
 	rescheduleSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "attempts"}, {Name: "interval"}, {Name: "unlimited"}, {Name: "delay"}},
+		Attributes: []hcl.AttributeSchema{{Name: "attempts"}, {Name: "interval"}, {Name: "unlimited"}, {Name: "delay"},
+			{Name: "delay_function"}, {Name: "max_delay"}},
 	}
 	taskSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{
@@ -168,6 +169,8 @@ func (d *decoder) reschedule(block *hcl.Block) *api.ReschedulePolicy {
 	d.duration(c.Attributes["interval"], &rs.Interval)
 	d.boolean(c.Attributes["unlimited"], &rs.Unlimited)
 	d.duration(c.Attributes["delay"], &rs.Delay)
+	d.str(c.Attributes["delay_function"], &rs.DelayFunction)
+	d.duration(c.Attributes["max_delay"], &rs.MaxDelay)
 	return rs
 }
 

@@ -39,6 +39,7 @@ func FuzzParse(f *testing.F) {
 		`job "a" { group "g" { task "t" { config { x = [for k, v in {a = 1} : "${k}${attr.y}"] } } } }`,
 		`job "a" { meta = { a = null } }`,
 		`variable "v" { type = list(number) }` + "\n" + `job "a" {}`,
+		`job "a" { group "g" { reschedule { delay = "5s" delay_function = "exponential" max_delay = "1h" } } }`,
 	} {
 		f.Add([]byte(s))
 	}

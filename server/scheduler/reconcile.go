@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"sort"
@@ -154,7 +155,7 @@ func reconcile(job *structs.Job, allocs []*structs.Allocation, now int64) reconc
 				continue
 			}
 			newest := fs[len(fs)-1]
-			if due := rescheduleDue(tg.ReschedulePolicy, newest); due > now {
+			if due := rescheduleDue(tg.ReschedulePolicy, fs); due > now {
 				kept[idx] = true
 				if live[idx] == nil && idx < tg.Count && (res.rescheduleAt == 0 || due < res.rescheduleAt) {
 					res.rescheduleAt = due
@@ -224,14 +225,28 @@ func withoutMeta(tg *structs.TaskGroup) *structs.TaskGroup {
 	return c
 }
 
-// rescheduleDue returns the time, Unix nanoseconds, a failed allocation's
-// replacement may be placed: its ModifyTime (when the client reported the
-// failure) plus the policy's Delay, or 0 (at once) without a delay.
-func rescheduleDue(rp *structs.ReschedulePolicy, failed *structs.Allocation) int64 {
+// rescheduleDue returns the time, Unix nanoseconds, the replacement of the
+// newest of an index's failed allocations (oldest first) may be placed: its
+// ModifyTime (when the client reported the failure) plus the policy's delay
+// for the k-th failure (ReschedulePolicy.DelayFor), k counting the failures
+// within Interval of the newest as rescheduleAllowed does; 0 (at once)
+// without a delay.
+func rescheduleDue(rp *structs.ReschedulePolicy, failed []*structs.Allocation) int64 {
 	if rp.Delay <= 0 {
 		return 0
 	}
-	return failed.ModifyTime + int64(rp.Delay)
+	newest := failed[len(failed)-1].ModifyTime
+	k := 0
+	for _, a := range failed {
+		if rp.Interval == 0 || newest-a.ModifyTime <= int64(rp.Interval) {
+			k++
+		}
+	}
+	d := int64(rp.DelayFor(k))
+	if newest > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return newest + d
 }
 
 // rescheduleAllowed reports whether the newest of an index's failed

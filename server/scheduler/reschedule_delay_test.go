@@ -108,3 +108,34 @@ func TestReconcileRescheduleAtEarliest(t *testing.T) {
 		t.Fatalf("places %d rescheduleAt %v, want b replaced and 110s", len(res.places), time.Duration(res.rescheduleAt))
 	}
 }
+
+// TestReconcileRescheduleExponential checks that with an exponential delay
+// the k-th failure of an index within Interval waits Delay * 2^(k-1),
+// capped at MaxDelay.
+func TestReconcileRescheduleExponential(t *testing.T) {
+	rp := &structs.ReschedulePolicy{Unlimited: true, Interval: time.Hour, Delay: 10 * time.Second,
+		DelayFunction: structs.RescheduleDelayExponential, MaxDelay: 30 * time.Second}
+	job := &structs.Job{ID: "j", Type: structs.JobTypeService, JobModifyIndex: 1, TaskGroups: []*structs.TaskGroup{{
+		Name: "g", Count: 1, ReschedulePolicy: rp, Tasks: []*structs.Task{{Name: "t", Driver: "native"}}}}}
+	var allocs []*structs.Allocation
+	at := int64(2 * time.Hour)
+	for k, want := range []time.Duration{10 * time.Second, 20 * time.Second, 30 * time.Second, 30 * time.Second} {
+		at += int64(time.Minute)
+		allocs = append(allocs, &structs.Allocation{ID: string(rune('a' + k)), Name: structs.AllocName("j", "g", 0), JobID: "j",
+			Job: job, TaskGroup: "g", DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusFailed,
+			CreateIndex: uint64(k + 1), ModifyTime: at})
+		res := reconcile(job, allocs, at)
+		if len(res.places) != 0 || res.rescheduleAt != at+int64(want) {
+			t.Fatalf("failure %d: places %d, due after %s, want %s", k+1, len(res.places), time.Duration(res.rescheduleAt-at), want)
+		}
+	}
+	// A failure outside Interval of the newest no longer counts: the
+	// fifth failure, 2h after the others, waits the base delay again.
+	at += int64(2 * time.Hour)
+	allocs = append(allocs, &structs.Allocation{ID: "e", Name: structs.AllocName("j", "g", 0), JobID: "j",
+		Job: job, TaskGroup: "g", DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusFailed,
+		CreateIndex: 5, ModifyTime: at})
+	if res := reconcile(job, allocs, at); res.rescheduleAt != at+int64(10*time.Second) {
+		t.Fatalf("after a quiet interval: due after %s, want 10s", time.Duration(res.rescheduleAt-at))
+	}
+}
