@@ -1,6 +1,13 @@
 package server
 
-import "context"
+import (
+	"context"
+	"time"
+)
+
+// leaderHoldTimeout bounds how long a follower holds a write while no
+// leader is known (Nomad's RPCHoldTimeout is 7 seconds).
+const leaderHoldTimeout = 5 * time.Second
 
 // forwardedKey marks a context whose call was already forwarded once, so a
 // leadership change mid-flight cannot bounce a write between servers.
@@ -17,6 +24,12 @@ func (s *Server) forwardTarget(ctx context.Context) (*Server, context.Context) {
 		return nil, ctx
 	}
 	addr := s.Leader()
+	// Right after an election a follower may not know the new leader yet:
+	// hold the write a little, as Nomad's RPCHoldTimeout does, rather than
+	// fail it with "no cluster leader".
+	for deadline := time.Now().Add(leaderHoldTimeout); addr == "" && time.Now().Before(deadline) && ctx.Err() == nil; addr = s.Leader() {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if addr == "" {
 		return nil, ctx
 	}
