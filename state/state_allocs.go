@@ -239,15 +239,7 @@ func (s *StateStore) allocsBy(ws memdb.WatchSet, index string, args ...interface
 }
 
 func allocByIDTxn(txn *memdb.Txn, ws memdb.WatchSet, id string) (*structs.Allocation, error) {
-	watchCh, raw, err := txn.FirstWatch(TableAllocs, "id", id)
-	if err != nil {
-		return nil, fmt.Errorf("state: allocation lookup %q: %w", id, err)
-	}
-	ws.Add(watchCh)
-	if raw == nil {
-		return nil, nil
-	}
-	return raw.(*structs.Allocation), nil
+	return firstByID[structs.Allocation](txn, ws, TableAllocs, "allocation", id)
 }
 
 func allocsByJobTxn(txn *memdb.Txn, ws memdb.WatchSet, jobID string) ([]*structs.Allocation, error) {

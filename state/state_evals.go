@@ -137,15 +137,7 @@ func (s *StateStore) EvalsByJob(ws memdb.WatchSet, jobID string) ([]*structs.Eva
 }
 
 func evalByIDTxn(txn *memdb.Txn, ws memdb.WatchSet, id string) (*structs.Evaluation, error) {
-	watchCh, raw, err := txn.FirstWatch(TableEvals, "id", id)
-	if err != nil {
-		return nil, fmt.Errorf("state: evaluation lookup %q: %w", id, err)
-	}
-	ws.Add(watchCh)
-	if raw == nil {
-		return nil, nil
-	}
-	return raw.(*structs.Evaluation), nil
+	return firstByID[structs.Evaluation](txn, ws, TableEvals, "evaluation", id)
 }
 
 func evalsByJobTxn(txn *memdb.Txn, ws memdb.WatchSet, jobID string) ([]*structs.Evaluation, error) {

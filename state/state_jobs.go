@@ -105,13 +105,5 @@ func (s *StateStore) JobByID(ws memdb.WatchSet, id string) (*structs.Job, error)
 }
 
 func jobByIDTxn(txn *memdb.Txn, ws memdb.WatchSet, id string) (*structs.Job, error) {
-	watchCh, raw, err := txn.FirstWatch(TableJobs, "id", id)
-	if err != nil {
-		return nil, fmt.Errorf("state: job lookup %q: %w", id, err)
-	}
-	ws.Add(watchCh)
-	if raw == nil {
-		return nil, nil
-	}
-	return raw.(*structs.Job), nil
+	return firstByID[structs.Job](txn, ws, TableJobs, "job", id)
 }

@@ -125,13 +125,5 @@ func (s *StateStore) NodeByID(ws memdb.WatchSet, id string) (*structs.Node, erro
 }
 
 func nodeByIDTxn(txn *memdb.Txn, ws memdb.WatchSet, id string) (*structs.Node, error) {
-	watchCh, raw, err := txn.FirstWatch(TableNodes, "id", id)
-	if err != nil {
-		return nil, fmt.Errorf("state: node lookup %q: %w", id, err)
-	}
-	ws.Add(watchCh)
-	if raw == nil {
-		return nil, nil
-	}
-	return raw.(*structs.Node), nil
+	return firstByID[structs.Node](txn, ws, TableNodes, "node", id)
 }

@@ -160,3 +160,18 @@ func (s *StateStore) BlockingQuery(ctx context.Context, minIndex uint64, fn Quer
 		}
 	}
 }
+
+// firstByID returns the object with the given ID from table, adding its
+// watch channel to ws, or nil and no error when it does not exist. kind
+// names the object in errors ("allocation").
+func firstByID[T any](txn *memdb.Txn, ws memdb.WatchSet, table, kind, id string) (*T, error) {
+	watchCh, raw, err := txn.FirstWatch(table, "id", id)
+	if err != nil {
+		return nil, fmt.Errorf("state: %s lookup %q: %w", kind, id, err)
+	}
+	ws.Add(watchCh)
+	if raw == nil {
+		return nil, nil
+	}
+	return raw.(*T), nil
+}
