@@ -230,12 +230,7 @@ func (s *StateStore) AllocsByIDPrefix(ws memdb.WatchSet, prefix string) ([]*stru
 func (s *StateStore) allocsBy(ws memdb.WatchSet, index string, args ...interface{}) ([]*structs.Allocation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
-	it, err := txn.Get(TableAllocs, index, args...)
-	if err != nil {
-		return nil, fmt.Errorf("state: list allocations by %s: %w", index, err)
-	}
-	ws.Add(it.WatchCh())
-	return collectAllocs(it), nil
+	return getAll[structs.Allocation](txn, ws, TableAllocs, index, args...)
 }
 
 func allocByIDTxn(txn *memdb.Txn, ws memdb.WatchSet, id string) (*structs.Allocation, error) {
@@ -246,18 +241,5 @@ func allocsByJobTxn(txn *memdb.Txn, ws memdb.WatchSet, jobID string) ([]*structs
 	if jobID == "" {
 		return nil, nil
 	}
-	it, err := txn.Get(TableAllocs, "job", jobID)
-	if err != nil {
-		return nil, fmt.Errorf("state: allocations of job %q: %w", jobID, err)
-	}
-	ws.Add(it.WatchCh())
-	return collectAllocs(it), nil
-}
-
-func collectAllocs(it memdb.ResultIterator) []*structs.Allocation {
-	var out []*structs.Allocation
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*structs.Allocation))
-	}
-	return out
+	return getAll[structs.Allocation](txn, ws, TableAllocs, "job", jobID)
 }

@@ -113,12 +113,7 @@ func (s *StateStore) DeleteEvals(index uint64, evalIDs, allocIDs []string) error
 func (s *StateStore) Evals(ws memdb.WatchSet) ([]*structs.Evaluation, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
-	it, err := txn.Get(TableEvals, "id")
-	if err != nil {
-		return nil, fmt.Errorf("state: list evaluations: %w", err)
-	}
-	ws.Add(it.WatchCh())
-	return collectEvals(it), nil
+	return getAll[structs.Evaluation](txn, ws, TableEvals, "id")
 }
 
 // EvalByID returns the evaluation, or nil and no error when it does not
@@ -144,18 +139,5 @@ func evalsByJobTxn(txn *memdb.Txn, ws memdb.WatchSet, jobID string) ([]*structs.
 	if jobID == "" {
 		return nil, nil
 	}
-	it, err := txn.Get(TableEvals, "job", jobID)
-	if err != nil {
-		return nil, fmt.Errorf("state: evaluations of job %q: %w", jobID, err)
-	}
-	ws.Add(it.WatchCh())
-	return collectEvals(it), nil
-}
-
-func collectEvals(it memdb.ResultIterator) []*structs.Evaluation {
-	var out []*structs.Evaluation
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*structs.Evaluation))
-	}
-	return out
+	return getAll[structs.Evaluation](txn, ws, TableEvals, "job", jobID)
 }

@@ -85,16 +85,7 @@ func (s *StateStore) DeleteJob(index uint64, jobID string) error {
 func (s *StateStore) Jobs(ws memdb.WatchSet) ([]*structs.Job, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
-	it, err := txn.Get(TableJobs, "id")
-	if err != nil {
-		return nil, fmt.Errorf("state: list jobs: %w", err)
-	}
-	ws.Add(it.WatchCh())
-	var out []*structs.Job
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*structs.Job))
-	}
-	return out, nil
+	return getAll[structs.Job](txn, ws, TableJobs, "id")
 }
 
 // JobByID returns the job, or nil and no error when it does not exist.

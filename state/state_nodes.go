@@ -105,16 +105,7 @@ func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updat
 func (s *StateStore) Nodes(ws memdb.WatchSet) ([]*structs.Node, error) {
 	txn := s.db.Txn(false)
 	defer txn.Abort()
-	it, err := txn.Get(TableNodes, "id")
-	if err != nil {
-		return nil, fmt.Errorf("state: list nodes: %w", err)
-	}
-	ws.Add(it.WatchCh())
-	var out []*structs.Node
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		out = append(out, raw.(*structs.Node))
-	}
-	return out, nil
+	return getAll[structs.Node](txn, ws, TableNodes, "id")
 }
 
 // NodeByID returns the node, or nil and no error when it does not exist.

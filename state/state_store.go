@@ -175,3 +175,18 @@ func firstByID[T any](txn *memdb.Txn, ws memdb.WatchSet, table, kind, id string)
 	}
 	return raw.(*T), nil
 }
+
+// getAll returns the objects of table that match index and args, in the
+// index's order, adding the result's watch channel to ws.
+func getAll[T any](txn *memdb.Txn, ws memdb.WatchSet, table, index string, args ...interface{}) ([]*T, error) {
+	it, err := txn.Get(table, index, args...)
+	if err != nil {
+		return nil, fmt.Errorf("state: list %s by %s: %w", table, index, err)
+	}
+	ws.Add(it.WatchCh())
+	var out []*T
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(*T))
+	}
+	return out, nil
+}
