@@ -33,15 +33,7 @@ func (c *AllocStopCommand) Run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return cli.RunResultHelp
 	}
-	if fs.NArg() != 1 {
-		c.Meta.UI.Error("This command takes one argument: the allocation ID")
-		return cli.RunResultHelp
-	}
-	client, err := c.Meta.client()
-	if err != nil {
-		return c.Meta.errorf("Error initializing client: %v", err)
-	}
-	alloc, code := c.Meta.resolveAlloc(client, fs.Arg(0))
+	client, alloc, code := c.Meta.allocFromArgs(fs.Args(), false)
 	if alloc == nil {
 		return code
 	}
@@ -82,15 +74,7 @@ func (c *AllocSignalCommand) Run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return cli.RunResultHelp
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		c.Meta.UI.Error("This command takes one or two arguments: the allocation ID and the task")
-		return cli.RunResultHelp
-	}
-	client, err := c.Meta.client()
-	if err != nil {
-		return c.Meta.errorf("Error initializing client: %v", err)
-	}
-	alloc, code := c.Meta.resolveAlloc(client, fs.Arg(0))
+	client, alloc, code := c.Meta.allocFromArgs(fs.Args(), true)
 	if alloc == nil {
 		return code
 	}
@@ -124,15 +108,7 @@ func (c *AllocRestartCommand) Run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return cli.RunResultHelp
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		c.Meta.UI.Error("This command takes one or two arguments: the allocation ID and the task")
-		return cli.RunResultHelp
-	}
-	client, err := c.Meta.client()
-	if err != nil {
-		return c.Meta.errorf("Error initializing client: %v", err)
-	}
-	alloc, code := c.Meta.resolveAlloc(client, fs.Arg(0))
+	client, alloc, code := c.Meta.allocFromArgs(fs.Args(), true)
 	if alloc == nil {
 		return code
 	}

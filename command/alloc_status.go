@@ -36,15 +36,7 @@ func (c *AllocStatusCommand) Run(args []string) int {
 	if err := fs.Parse(args); err != nil {
 		return cli.RunResultHelp
 	}
-	if fs.NArg() != 1 {
-		c.Meta.UI.Error("This command takes one argument: the allocation ID")
-		return cli.RunResultHelp
-	}
-	client, err := c.Meta.client()
-	if err != nil {
-		return c.Meta.errorf("Error initializing client: %v", err)
-	}
-	alloc, code := c.Meta.resolveAlloc(client, fs.Arg(0))
+	_, alloc, code := c.Meta.allocFromArgs(fs.Args(), false)
 	if alloc == nil {
 		return code
 	}
@@ -53,6 +45,26 @@ func (c *AllocStatusCommand) Run(args []string) int {
 	}
 	c.Meta.UI.Output(c.Meta.formatAlloc(alloc))
 	return 0
+}
+
+// allocFromArgs checks that args hold the allocation ID (and, with
+// withTask, optionally a task name), then finds the allocation. On error it
+// prints why and returns a nil allocation and the exit code.
+func (m *Meta) allocFromArgs(args []string, withTask bool) (*api.Client, *api.Allocation, int) {
+	switch {
+	case !withTask && len(args) != 1:
+		m.UI.Error("This command takes one argument: the allocation ID")
+		return nil, nil, cli.RunResultHelp
+	case withTask && (len(args) < 1 || len(args) > 2):
+		m.UI.Error("This command takes one or two arguments: the allocation ID and the task")
+		return nil, nil, cli.RunResultHelp
+	}
+	client, err := m.client()
+	if err != nil {
+		return nil, nil, m.errorf("Error initializing client: %v", err)
+	}
+	alloc, code := m.resolveAlloc(client, args[0])
+	return client, alloc, code
 }
 
 // resolveAlloc finds the allocation whose ID is or starts with prefix. When
