@@ -421,17 +421,10 @@ func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *driver.Ex
 	if err != nil {
 		return nil, err
 	}
-	ch := make(chan *driver.ExitResult, 1)
-	go func() {
-		defer close(ch)
-		select {
-		case <-t.done:
-			r, _ := t.exit()
-			ch <- r
-		case <-ctx.Done():
-		}
-	}()
-	return ch, nil
+	return driver.WaitDone(ctx, t.done, func() *driver.ExitResult {
+		r, _ := t.exit()
+		return r
+	}), nil
 }
 
 // StopTask sends signal (default SIGTERM) to the container, waits up to
