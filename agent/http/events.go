@@ -63,17 +63,8 @@ func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 	sub := src.Events(from, topics)
 	// End the stream when the HTTP server shuts down, so a graceful
 	// shutdown does not wait for it.
-	ctx, cancel := context.WithCancel(r.Context())
+	ctx, cancel := streamContext(r)
 	defer cancel()
-	if done := serverShutdown(r); done != nil {
-		go func() {
-			select {
-			case <-done:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
-	}
 
 	// Probe before committing to a 200: an expired context makes Next
 	// return at once, with a batch already held, the truncation error, or
@@ -124,6 +115,25 @@ func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// streamContext returns a context for a long-lived response (an event
+// stream, a followed log): it ends with the request, or as soon as the
+// http.Server serving r begins a graceful shutdown, so Shutdown does not
+// wait out its timeout for streams that would never end on their own.
+// Call cancel when the response is done.
+func streamContext(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	if done := serverShutdown(r); done != nil {
+		go func() {
+			select {
+			case <-done:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }
 
 // shutdownChans maps each *http.Server (weakly) to a channel closed when it

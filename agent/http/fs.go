@@ -150,10 +150,14 @@ func onlyTask(alloc *structs.Allocation) (string, error) {
 func (h *handler) streamLocal(w http.ResponseWriter, r *http.Request, lr *logsRequest) {
 	var rc io.ReadCloser
 	var err error
+	// A followed log never ends by itself: it ends with the request or
+	// when the agent shuts down.
+	ctx, cancel := streamContext(r)
+	defer cancel()
 	if t, ok := h.client.(logTailer); ok && (lr.lines > 0 || lr.offset > 0) {
-		rc, err = t.AllocLogsTail(r.Context(), lr.allocID, lr.task, lr.logType, lr.follow, lr.lines, lr.offset)
+		rc, err = t.AllocLogsTail(ctx, lr.allocID, lr.task, lr.logType, lr.follow, lr.lines, lr.offset)
 	} else {
-		rc, err = h.client.AllocLogs(r.Context(), lr.allocID, lr.task, lr.logType, lr.follow)
+		rc, err = h.client.AllocLogs(ctx, lr.allocID, lr.task, lr.logType, lr.follow)
 	}
 	if err != nil {
 		h.writeError(w, r, err)
@@ -161,7 +165,7 @@ func (h *handler) streamLocal(w http.ResponseWriter, r *http.Request, lr *logsRe
 	}
 	defer rc.Close()
 	// A reader blocked in Read ends when the request is canceled.
-	stop := context.AfterFunc(r.Context(), func() { rc.Close() })
+	stop := context.AfterFunc(ctx, func() { rc.Close() })
 	defer stop()
 	h.stream(w, rc, http.StatusOK)
 }
@@ -223,7 +227,9 @@ func (h *handler) proxyLogs(w http.ResponseWriter, r *http.Request, alloc *struc
 		params.Set("offset", strconv.FormatInt(lr.offset, 10))
 	}
 	target := strings.TrimSuffix(addr, "/") + "/v1/client/fs/logs/" + url.PathEscape(alloc.ID) + "?" + params.Encode()
-	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, target, nil)
+	ctx, cancel := streamContext(r)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		h.writeError(w, r, fmt.Errorf("proxy logs to node %q: %w", node.ID, err))
 		return

@@ -2,6 +2,7 @@ package http
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -361,6 +362,39 @@ func TestLogsFollow(t *testing.T) {
 	rest, err := io.ReadAll(br)
 	if err != nil || len(rest) != 0 {
 		t.Fatalf("after close read %q, %v", rest, err)
+	}
+}
+
+// TestLogsFollowEndsOnShutdown checks that a followed log, which never
+// ends by itself, does not hold up a graceful shutdown of the agent's HTTP
+// server: the stream is closed as soon as the shutdown begins.
+func TestLogsFollowEndsOnShutdown(t *testing.T) {
+	_, fc, ts := fixture(t)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	fc.follow = pr
+	resp, err := http.Get(ts.URL + "/v1/client/fs/logs/a1b2c3d4-0000?task=main&follow=true&plain=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status = %d", resp.StatusCode)
+	}
+	body := make(chan error, 1)
+	go func() {
+		_, err := io.ReadAll(resp.Body)
+		body <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := ts.Config.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with a followed log open: %v", err)
+	}
+	select {
+	case <-body:
+	case <-time.After(5 * time.Second):
+		t.Fatal("followed log still open after shutdown")
 	}
 }
 
