@@ -23,6 +23,7 @@ const (
 	EvalDeleteRequestType        MessageType = 6
 	ApplyPlanResultsRequestType  MessageType = 7
 	AllocClientUpdateRequestType MessageType = 8
+	GCPurgeRequestType           MessageType = 9
 )
 
 // IgnoreUnknownTypeFlag is set on message types that older servers may
@@ -51,6 +52,8 @@ func (t MessageType) String() string {
 		return "ApplyPlanResults"
 	case AllocClientUpdateRequestType:
 		return "AllocClientUpdate"
+	case GCPurgeRequestType:
+		return "GCPurge"
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }
@@ -127,6 +130,34 @@ type AllocClientUpdateRequest struct {
 	Evals  []*Evaluation
 	// UpdatedAt is Unix nanoseconds.
 	UpdatedAt int64
+}
+
+// GCPurgeRequest removes the jobs and nodes the leader's garbage collector
+// found eligible (server/core_gc.go). Each removal is conditional: it
+// happens only while the stored object still has the ModifyIndex the leader
+// saw, so a job registered again or a node that came back between the
+// leader's decision and this entry is left alone. The leader decides with
+// its clock; the FSM compares indexes only.
+type GCPurgeRequest struct {
+	Jobs  []*GCJobPurge
+	Nodes []*GCNodePurge
+}
+
+// GCJobPurge purges one job together with the evaluations and allocations
+// listed, all or nothing: when the job is missing or its ModifyIndex
+// differs, none of them is removed.
+type GCJobPurge struct {
+	JobID       string
+	ModifyIndex uint64
+	Evals       []string
+	Allocs      []string
+}
+
+// GCNodePurge deregisters one node if its ModifyIndex is still
+// ModifyIndex.
+type GCNodePurge struct {
+	NodeID      string
+	ModifyIndex uint64
 }
 
 // MsgpackHandle is the codec used for Raft entries, snapshots and the

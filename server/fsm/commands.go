@@ -57,6 +57,7 @@ func init() {
 	register(structs.EvalDeleteRequestType, (*FSM).applyEvalDelete)
 	register(structs.ApplyPlanResultsRequestType, (*FSM).applyPlanResults)
 	register(structs.AllocClientUpdateRequestType, (*FSM).applyAllocClientUpdate)
+	register(structs.GCPurgeRequestType, (*FSM).applyGCPurge)
 }
 
 // errResp turns a nil error into a nil interface (not a typed nil).
@@ -177,6 +178,14 @@ func (f *FSM) applyEvalUpdate(index uint64, req *structs.EvalUpdateRequest) inte
 
 func (f *FSM) applyEvalDelete(index uint64, req *structs.EvalDeleteRequest) interface{} {
 	return errResp(f.State().DeleteEvals(index, req.Evals, req.Allocs))
+}
+
+// applyGCPurge removes the jobs (with their listed evaluations and
+// allocations) and nodes the garbage collector chose, each only while its
+// ModifyIndex is unchanged (state.PurgeGC). It frees no capacity: the
+// allocations it removes are already client-terminal.
+func (f *FSM) applyGCPurge(index uint64, req *structs.GCPurgeRequest) interface{} {
+	return errResp(f.State().PurgeGC(index, req))
 }
 
 func (f *FSM) applyPlanResults(index uint64, req *structs.ApplyPlanResultsRequest) interface{} {

@@ -206,7 +206,7 @@ func TestApplyEachMessageType(t *testing.T) {
 			t.FailNow()
 		}
 	}
-	if every := registeredTypes(); len(every) != 9 {
+	if every := registeredTypes(); len(every) != 10 {
 		t.Fatalf("registered types = %v", every)
 	}
 }
@@ -335,5 +335,9 @@ func seedMessages() map[structs.MessageType]interface{} {
 		structs.EvalDeleteRequestType:        &structs.EvalDeleteRequest{Evals: []string{eval.ID}, Allocs: []string{alloc.ID}},
 		structs.ApplyPlanResultsRequestType:  &structs.ApplyPlanResultsRequest{AllocsPlaced: []*structs.Allocation{alloc}, Evals: []*structs.Evaluation{eval}, UpdatedAt: 2},
 		structs.AllocClientUpdateRequestType: &structs.AllocClientUpdateRequest{Allocs: []*structs.Allocation{{ID: alloc.ID, ClientStatus: "running"}}, UpdatedAt: 3},
+		structs.GCPurgeRequestType: &structs.GCPurgeRequest{
+			Jobs:  []*structs.GCJobPurge{{JobID: job.ID, ModifyIndex: 2, Evals: []string{eval.ID}, Allocs: []string{alloc.ID}}},
+			Nodes: []*structs.GCNodePurge{{NodeID: node.ID, ModifyIndex: 1}},
+		},
 	}
 }

@@ -1,0 +1,113 @@
+package state
+
+import (
+	"fmt"
+
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// AllocsByEval returns the allocations whose EvalID is evalID, sorted by
+// ID. The garbage collector uses it to tell whether an evaluation can go.
+func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
+	if evalID == "" {
+		return nil, nil
+	}
+	return s.allocsBy(ws, "eval", evalID)
+}
+
+// PurgeGC applies a garbage-collection purge at Raft index index in one
+// transaction:
+//   - each job of req.Jobs whose stored ModifyIndex still equals the
+//     entry's is deleted with the evaluations and allocations the entry
+//     lists (IDs that no longer exist, or that belong to another job, are
+//     skipped); a job that is missing
+//     or changed since keeps everything the entry lists;
+//   - each node of req.Nodes whose stored ModifyIndex still equals the
+//     entry's is deleted; a missing or changed node is left alone.
+//
+// The jobs, evals, allocs and nodes table indexes are bumped only when
+// something of theirs was deleted. Skipped entries are not errors: the
+// leader decided on an older snapshot, and the next collection decides
+// again. Errors wrap structs.ErrInvalid for a nil request or a nil entry or
+// one without an ID; then nothing is written.
+func (s *StateStore) PurgeGC(index uint64, req *structs.GCPurgeRequest) error {
+	if req == nil {
+		return invalid("gc purge: nil request")
+	}
+	for _, j := range req.Jobs {
+		if j == nil || j.JobID == "" {
+			return invalid("gc purge: job entry nil or without ID")
+		}
+	}
+	for _, n := range req.Nodes {
+		if n == nil || n.NodeID == "" {
+			return invalid("gc purge: node entry nil or without ID")
+		}
+	}
+	txn := s.writeTxn()
+	defer txn.Abort()
+	changed := map[string]bool{}
+	for _, j := range req.Jobs {
+		job, err := jobByIDTxn(txn, nil, j.JobID)
+		if err != nil {
+			return err
+		}
+		if job == nil || job.ModifyIndex != j.ModifyIndex {
+			continue
+		}
+		if err := txn.Delete(TableJobs, job); err != nil {
+			return fmt.Errorf("state: gc delete job %q: %w", j.JobID, err)
+		}
+		changed[TableJobs] = true
+		for _, id := range j.Evals {
+			e, err := evalByIDTxn(txn, nil, id)
+			if err != nil {
+				return err
+			}
+			if e == nil || e.JobID != j.JobID {
+				continue
+			}
+			if err := txn.Delete(TableEvals, e); err != nil {
+				return fmt.Errorf("state: gc delete evaluation %q: %w", id, err)
+			}
+			changed[TableEvals] = true
+		}
+		for _, id := range j.Allocs {
+			a, err := allocByIDTxn(txn, nil, id)
+			if err != nil {
+				return err
+			}
+			if a == nil || a.JobID != j.JobID {
+				continue
+			}
+			if err := txn.Delete(TableAllocs, a); err != nil {
+				return fmt.Errorf("state: gc delete allocation %q: %w", id, err)
+			}
+			changed[TableAllocs] = true
+		}
+	}
+	for _, n := range req.Nodes {
+		node, err := nodeByIDTxn(txn, nil, n.NodeID)
+		if err != nil {
+			return err
+		}
+		if node == nil || node.ModifyIndex != n.ModifyIndex {
+			continue
+		}
+		if err := txn.Delete(TableNodes, node); err != nil {
+			return fmt.Errorf("state: gc delete node %q: %w", n.NodeID, err)
+		}
+		changed[TableNodes] = true
+	}
+	for _, table := range []string{TableJobs, TableEvals, TableAllocs, TableNodes} {
+		if !changed[table] {
+			continue
+		}
+		if err := setIndex(txn, table, index); err != nil {
+			return err
+		}
+	}
+	s.commitTxn(txn, index)
+	return nil
+}
