@@ -17,8 +17,11 @@ import (
 //     because its processes may still run.
 //  2. Any allocation not terminal (Allocation.TerminalStatus) → "running".
 //  3. Any evaluation pending or blocked → "pending".
-//  4. A batch job with allocations, all terminal → "dead".
-//  5. Otherwise (a service job with nothing running, or a job never placed)
+//  4. A job with allocations or evaluations, all terminal → "dead": a
+//     batch job whose work finished, a service job whose allocations all
+//     ended with no replacement coming, or a job scaled to count = 0
+//     once its evaluation completed (Nomad's rule).
+//  5. Otherwise (a job just registered, with no evaluation yet)
 //     → "pending".
 func jobStatusTxn(txn *memdb.Txn, job *structs.Job) (string, error) {
 	allocs, err := allocsByJobTxn(txn, nil, job.ID)
@@ -47,7 +50,7 @@ func jobStatusTxn(txn *memdb.Txn, job *structs.Job) (string, error) {
 			return structs.JobStatusPending, nil
 		}
 	}
-	if job.Type == structs.JobTypeBatch && len(allocs) > 0 {
+	if len(allocs) > 0 || len(evals) > 0 {
 		return structs.JobStatusDead, nil
 	}
 	return structs.JobStatusPending, nil
