@@ -14,6 +14,11 @@ import (
 // used: a build without cgo, or a host without libnvidia-ml.
 var ErrUnavailable = errors.New("nvml unavailable")
 
+// UnreadableName is the name of the group of NVIDIA GPUs whose details
+// NVML could not read at detection: they are listed unhealthy, under
+// "GPU-index-<i>" IDs that are not UUIDs, so no health source watches them.
+const UnreadableName = "Unreadable NVIDIA GPU"
+
 // GPU is one detected device before grouping.
 type GPU struct {
 	UUID string

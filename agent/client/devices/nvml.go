@@ -11,35 +11,41 @@ import (
 	"github.com/gpulayer/gpulayer/structs"
 )
 
-// Detect lists the host's NVIDIA GPUs through NVML, grouped by model. It
-// returns an error wrapping ErrUnavailable when libnvidia-ml cannot be
-// loaded or initialised (no driver, no GPU), and nil groups with a nil
-// error when NVML works but reports no device. A device whose details
-// cannot be read is reported unhealthy with the reason. A GPU with MIG
-// mode on is replaced by its MIG slices (see Group).
+// Detect lists the host's NVIDIA GPUs through NVML (libnvidia-ml, loaded
+// with nvml.New), grouped by model. See detectNVML.
 func Detect() ([]*structs.DeviceGroup, error) {
-	if ret := nvml.Init(); ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("%w: %s", ErrUnavailable, nvml.ErrorString(ret))
-	}
-	defer func() { _ = nvml.Shutdown() }()
+	return detectNVML(nvml.New())
+}
 
-	driverVersion, ret := nvml.SystemGetDriverVersion()
+// detectNVML lists the GPUs that lib reports, grouped by model. It returns
+// an error wrapping ErrUnavailable when lib cannot be initialised (no
+// library, no driver, no GPU), and nil groups with a nil error when NVML
+// works but reports no device. A device whose details cannot be read is
+// reported unhealthy with the reason, in a group named UnreadableName. A
+// GPU with MIG mode on is replaced by its MIG slices (see Group).
+func detectNVML(lib nvml.Interface) ([]*structs.DeviceGroup, error) {
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("%w: %s", ErrUnavailable, ret.Error())
+	}
+	defer func() { _ = lib.Shutdown() }()
+
+	driverVersion, ret := lib.SystemGetDriverVersion()
 	if ret != nvml.SUCCESS {
 		driverVersion = "unknown"
 	}
 	cudaVersion := "unknown"
-	if v, ret := nvml.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
+	if v, ret := lib.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
 		// NVML encodes CUDA 12.4 as 12040.
 		cudaVersion = fmt.Sprintf("%d.%d", v/1000, (v%1000)/10)
 	}
-	count, ret := nvml.DeviceGetCount()
+	count, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("%w: device count: %s", ErrUnavailable, nvml.ErrorString(ret))
+		return nil, fmt.Errorf("%w: device count: %s", ErrUnavailable, ret.Error())
 	}
 	var gpus []GPU
 	var broken []*structs.DeviceInstance
 	for i := 0; i < count; i++ {
-		g, err := readDevice(i)
+		g, err := readDevice(lib, i)
 		if err != nil {
 			broken = append(broken, &structs.DeviceInstance{ID: fmt.Sprintf("GPU-index-%d", i), Healthy: false, HealthDescription: err.Error()})
 			continue
@@ -54,7 +60,7 @@ func Detect() ([]*structs.DeviceGroup, error) {
 		groups = append(groups, &structs.DeviceGroup{
 			Vendor:     structs.DeviceVendorNvidia,
 			Type:       structs.DeviceTypeGPU,
-			Name:       "Unreadable NVIDIA GPU",
+			Name:       UnreadableName,
 			Attributes: map[string]*structs.Attribute{},
 			Instances:  broken,
 		})
@@ -64,10 +70,10 @@ func Detect() ([]*structs.DeviceGroup, error) {
 
 // readDevice returns the GPU at index i and, when MIG mode is on, its MIG
 // slices after it.
-func readDevice(i int) ([]GPU, error) {
-	dev, ret := nvml.DeviceGetHandleByIndex(i)
+func readDevice(lib nvml.Interface, i int) ([]GPU, error) {
+	dev, ret := lib.DeviceGetHandleByIndex(i)
 	if ret != nvml.SUCCESS {
-		return nil, fmt.Errorf("device %d: handle: %s", i, nvml.ErrorString(ret))
+		return nil, fmt.Errorf("device %d: handle: %s", i, ret.Error())
 	}
 	g, err := readOne(dev, fmt.Sprintf("device %d", i))
 	if err != nil {
@@ -106,14 +112,14 @@ func readOne(dev nvml.Device, what string) (GPU, error) {
 	var g GPU
 	var ret nvml.Return
 	if g.UUID, ret = dev.GetUUID(); ret != nvml.SUCCESS {
-		return GPU{}, fmt.Errorf("%s: uuid: %s", what, nvml.ErrorString(ret))
+		return GPU{}, fmt.Errorf("%s: uuid: %s", what, ret.Error())
 	}
 	if g.Name, ret = dev.GetName(); ret != nvml.SUCCESS {
-		return GPU{}, fmt.Errorf("%s: name: %s", what, nvml.ErrorString(ret))
+		return GPU{}, fmt.Errorf("%s: name: %s", what, ret.Error())
 	}
 	mem, ret := dev.GetMemoryInfo()
 	if ret != nvml.SUCCESS {
-		return GPU{}, fmt.Errorf("%s: memory: %s", what, nvml.ErrorString(ret))
+		return GPU{}, fmt.Errorf("%s: memory: %s", what, ret.Error())
 	}
 	g.MemoryMiB = int64(mem.Total / (1024 * 1024))
 	if major, minor, ret := dev.GetCudaComputeCapability(); ret == nvml.SUCCESS {
