@@ -74,10 +74,10 @@ func (s *Server) stopLeader(ls *leaderState) {
 // barrier (so the state store holds every committed entry), then it
 // enables the eval broker, blocked evaluations and plan queue, starts the
 // plan applier and reapers, re-enqueues pending and blocked evaluations
-// from the state store, starts heartbeat timers for every known node (the
-// generous failover TTL), finishes marking lost the allocations of down
-// nodes, and, with gossip, starts reconciling servers with Raft
-// (autopilot.go).
+// from the state store, starts the garbage collector (core_gc.go), starts
+// heartbeat timers for every known node (the generous failover TTL),
+// finishes marking lost the allocations of down nodes, and, with gossip,
+// starts reconciling servers with Raft (autopilot.go).
 func (s *Server) establishLeadership(ctx context.Context, ls *leaderState) error {
 	s.logger.Info("cluster leadership acquired")
 	if err := s.raft.Barrier(barrierTimeout).Error(); err != nil {
@@ -86,7 +86,7 @@ func (s *Server) establishLeadership(ctx context.Context, ls *leaderState) error
 	s.broker.SetEnabled(true)
 	s.blocked.SetEnabled(true)
 	s.planQueue.SetEnabled(true)
-	for _, fn := range []func(context.Context){s.planApplier, s.reapFailedEvals, s.reapDuplicateBlockedEvals, s.drainer} {
+	for _, fn := range []func(context.Context){s.planApplier, s.reapFailedEvals, s.reapDuplicateBlockedEvals, s.drainer, s.gcLoop} {
 		ls.wg.Add(1)
 		go func() {
 			defer ls.wg.Done()

@@ -113,6 +113,9 @@ type Config struct {
 	FailedFollowUpDelay time.Duration
 	// EvalBroker tunes the eval broker; zero values take its defaults.
 	EvalBroker EvalBrokerConfig
+	// GC tunes the leader's garbage collector (core_gc.go); zero values
+	// take its defaults.
+	GC GCConfig
 
 	// Cluster membership (see membership.go and doc.go).
 
@@ -186,6 +189,8 @@ type Server struct {
 	blocked    *BlockedEvals
 	planQueue  *PlanQueue
 	heartbeats *heartbeats
+	// gcMu runs garbage collections one at a time (core_gc.go).
+	gcMu sync.Mutex
 
 	// established is true while this server is leader and has finished
 	// establishing leadership (broker enabled, evaluations restored).
