@@ -341,7 +341,7 @@ func TestForward_EveryWriteRouteIsLeaderRouted(t *testing.T) {
 			"/v1/jobs", "/v1/jobs/parse", "/v1/job/x", "/v1/job/x/plan", "/v1/node/register", "/v1/node/x/heartbeat",
 			"/v1/node/x/allocations", "/v1/node/x/drain", "/v1/node/x/eligibility", "/v1/allocation/x/stop",
 			"/v1/allocation/x/signal", "/v1/allocation/x/restart", "/v1/allocation/x/exec", "/v1/operator/raft/peer",
-			"/v1/operator/snapshot", "/v1/agent/join", "/v1/client/allocation/x/restart",
+			"/v1/operator/snapshot", "/v1/agent/join", "/v1/client/allocation/x/restart", "/v1/system/gc",
 		} {
 			_, pattern := h.mux.Handler(httptest.NewRequest(method, path, nil))
 			if pattern == "" || local[pattern] {

@@ -137,6 +137,7 @@ func (h *handler) routes() {
 	}
 	h.nodeRoutes()
 	h.clusterRoutes()
+	h.systemRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs/parse", h.jobParse)
