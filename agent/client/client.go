@@ -47,12 +47,19 @@ type Client struct {
 	// tel is the GPU telemetry (telemetry.go).
 	tel telemetry
 
+	// regMu serialises registrations, so the last one sent carries the
+	// newest node.
+	regMu sync.Mutex
+	// healthDirty asks healthRegisterLoop (health.go) to register the node
+	// again after a device health change.
+	healthDirty chan struct{}
+
 	shutdownOnce sync.Once
 }
 
 // NewClient fingerprints the host, registers the node (retrying with
 // backoff for up to cfg.RegisterTimeout) and starts the heartbeat, alloc
-// watch and status sync loops. It returns once the node is registered.
+// watch, status sync, telemetry and GPU health loops. It returns once the node is registered.
 // Errors: a bad config (wrapping structs.ErrInvalid), an unusable DataDir,
 // or the last registration error when the timeout passes.
 func NewClient(cfg *Config) (*Client, error) {
@@ -66,7 +73,8 @@ func NewClient(cfg *Config) (*Client, error) {
 	if err := os.MkdirAll(filepath.Join(c0.DataDir, "allocs"), 0o700); err != nil {
 		return nil, fmt.Errorf("create allocs dir: %w", err)
 	}
-	c := &Client{cfg: c0, logger: c0.Logger, runners: map[string]*allocRunner{}, tel: telemetry{idleSince: map[string]time.Time{}}}
+	c := &Client{cfg: c0, logger: c0.Logger, runners: map[string]*allocRunner{}, tel: telemetry{idleSince: map[string]time.Time{}},
+		healthDirty: make(chan struct{}, 1)}
 	c.sync = newAllocSyncer(c0.Servers, c.logger, c0.SyncInterval)
 
 	node, err := c.buildNode()
@@ -101,6 +109,7 @@ func NewClient(cfg *Config) (*Client, error) {
 	go func() { defer c.wg.Done(); c.watchAllocs() }()
 	go func() { defer c.wg.Done(); c.sync.run(c.ctx) }()
 	go func() { defer c.wg.Done(); c.telemetryLoop() }()
+	c.startHealth()
 	return c, nil
 }
 
@@ -180,6 +189,8 @@ func (c *Client) registerWithRetry(ctx context.Context) error {
 }
 
 func (c *Client) register(ctx context.Context) error {
+	c.regMu.Lock()
+	defer c.regMu.Unlock()
 	node := c.Node()
 	ttl, err := c.cfg.Servers.NodeRegister(ctx, node)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/gpulayer/gpulayer/agent/client/devices"
 	"github.com/gpulayer/gpulayer/agent/driver"
 	"github.com/gpulayer/gpulayer/agent/driver/docker"
 	"github.com/gpulayer/gpulayer/agent/driver/native"
@@ -84,11 +85,19 @@ type Config struct {
 	// TelemetryInterval is how often the GPUs' utilisation and memory are
 	// sampled (telemetry.go); default DefaultTelemetryInterval (5 s).
 	TelemetryInterval time.Duration
+	// DeviceHealthInterval is how often NVIDIA GPUs are probed through
+	// NVML, and so how often an unhealthy one is re-probed (health.go);
+	// default devices.DefaultHealthInterval (30 s).
+	DeviceHealthInterval time.Duration
 
 	// logMaxFileSizeBytes overrides LogMaxFileSizeMB in tests.
 	logMaxFileSizeBytes int64
 	// detectGPUs replaces NVML detection in tests.
 	detectGPUs func() ([]*structs.DeviceGroup, error)
+	// health replaces the NVML health source in tests and watches every
+	// device instance of the node, simulated ones included (fault
+	// injection with devices.SimulatedHealth).
+	health devices.HealthSource
 }
 
 // Defaults used when Config fields are zero.
@@ -157,6 +166,9 @@ func (cfg *Config) withDefaults() (*Config, error) {
 	}
 	if c.TelemetryInterval <= 0 {
 		c.TelemetryInterval = DefaultTelemetryInterval
+	}
+	if c.DeviceHealthInterval <= 0 {
+		c.DeviceHealthInterval = devices.DefaultHealthInterval
 	}
 	return &c, nil
 }
