@@ -1,0 +1,146 @@
+package cgroups
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Placement is what a process needs to start a child inside a task's
+// cgroup. It is plain data (JSON-friendly), so the driver can hand it to
+// the task shim in the shim's spec file.
+type Placement struct {
+	// Mode is ModeV2 or ModeV1.
+	Mode Mode
+	// Dirs are the cgroup's directories: one on v2, one per hierarchy on
+	// v1.
+	Dirs []string
+	// Controllers and Mounts name, on v1, the controller and mount point
+	// of each of Dirs' hierarchies, so the starting process finds its own
+	// cgroup in each to return to.
+	Controllers []string `json:",omitempty"`
+	Mounts      []string `json:",omitempty"`
+}
+
+// Start starts cmd with its process inside the cgroup from its first
+// instruction, so no moment exists where the task runs unlimited or a
+// child it forks is left outside.
+//
+// On v2 the child is cloned straight into the cgroup (clone3 with
+// CLONE_INTO_CGROUP, through SysProcAttr.UseCgroupFD; Linux 5.7 and
+// later). On v1 no such clone flag exists: the calling process joins the
+// task's cgroup in every hierarchy, starts cmd (whose process inherits
+// them at fork) and goes back to the cgroups it came from, found in
+// /proc/self/cgroup. Meanwhile any other child the calling process forks,
+// and its own memory allocated in that moment, land in the task's cgroup
+// too, so on v1 Start is for a process that starts nothing else at the
+// same time: the native driver's task shim, which exists to start one
+// task. If the process cannot go back, the started command is killed and
+// an error returned, so it never stays in a task's cgroup (where a kill
+// of the cgroup would take it too).
+func (p *Placement) Start(cmd *exec.Cmd) error {
+	switch p.Mode {
+	case ModeV2:
+		if len(p.Dirs) != 1 {
+			return fmt.Errorf("cgroup v2 placement with %d directories, want 1", len(p.Dirs))
+		}
+		return startInto(cmd, p.Dirs[0])
+	case ModeV1:
+		return p.startJoined(cmd)
+	}
+	return fmt.Errorf("%w: placement mode %q", ErrUnsupported, p.Mode)
+}
+
+// startJoined is Start on v1: join, start, go back.
+func (p *Placement) startJoined(cmd *exec.Cmd) error {
+	if len(p.Controllers) != len(p.Dirs) || len(p.Mounts) != len(p.Dirs) {
+		return errors.New("cgroup v1 placement without a controller and mount for each directory")
+	}
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return fmt.Errorf("read own cgroups: %w", err)
+	}
+	own := ParseProcCgroup(b)
+	back := make([]string, len(p.Dirs))
+	for i, ctrl := range p.Controllers {
+		rel, ok := own[ctrl]
+		if !ok {
+			return fmt.Errorf("this process is in no cgroup of the v1 %s hierarchy", ctrl)
+		}
+		back[i] = filepath.Join(p.Mounts[i], rel)
+		// Check the way back before leaving.
+		if _, err := os.Stat(filepath.Join(back[i], "cgroup.procs")); err != nil {
+			return fmt.Errorf("own %s cgroup %s, to return to after the start, not found: %w", ctrl, back[i], err)
+		}
+	}
+	pid := strconv.Itoa(os.Getpid())
+	joined := 0
+	leave := func() error {
+		var first error
+		for i := 0; i < joined; i++ {
+			if err := writeValue(filepath.Join(back[i], "cgroup.procs"), pid); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	for _, dir := range p.Dirs {
+		if err := writeValue(filepath.Join(dir, "cgroup.procs"), pid); err != nil {
+			if lerr := leave(); lerr != nil {
+				return fmt.Errorf("join task cgroup: %w (and going back failed: %v)", err, lerr)
+			}
+			return fmt.Errorf("join task cgroup: %w", err)
+		}
+		joined++
+	}
+	startErr := cmd.Start()
+	leaveErr := leave()
+	if startErr != nil {
+		if leaveErr != nil {
+			return fmt.Errorf("%w (and going back to own cgroups failed: %v)", startErr, leaveErr)
+		}
+		return startErr
+	}
+	if leaveErr != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("task started, but the starting process could not leave the task's cgroup, so the task was killed: %w", leaveErr)
+	}
+	return nil
+}
+
+// ParseProcCgroup reads /proc/<pid>/cgroup content ("id:controllers:path"
+// lines, cgroups(7)) into a map from controller name to the process's
+// cgroup path in that hierarchy. A v1 line lists its controllers
+// separated by commas ("cpu,cpuacct", "name=systemd"); the v2 line ("0::")
+// has the key "". Malformed lines are skipped.
+func ParseProcCgroup(b []byte) map[string]string {
+	out := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		id, rest, ok := strings.Cut(sc.Text(), ":")
+		if !ok || id == "" {
+			continue
+		}
+		ctrls, path, ok := strings.Cut(rest, ":")
+		if !ok || !strings.HasPrefix(path, "/") {
+			continue
+		}
+		if ctrls == "" {
+			out[""] = path
+			continue
+		}
+		for _, c := range strings.Split(ctrls, ",") {
+			if c != "" {
+				out[c] = path
+			}
+		}
+	}
+	return out
+}

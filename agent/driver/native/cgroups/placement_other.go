@@ -1,0 +1,13 @@
+//go:build !linux
+
+package cgroups
+
+import (
+	"fmt"
+	"os/exec"
+)
+
+// startInto fails: cgroups exist only on Linux.
+func startInto(_ *exec.Cmd, dir string) error {
+	return fmt.Errorf("%w: cannot start into cgroup %s off Linux", ErrUnsupported, dir)
+}
