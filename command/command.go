@@ -64,6 +64,8 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"event":            func() (cli.Command, error) { return &EventCommand{Meta: m}, nil },
 		"event stream":     func() (cli.Command, error) { return &EventStreamCommand{Meta: m}, nil },
 		"status":           func() (cli.Command, error) { return &StatusCommand{Meta: m}, nil },
+		"system":           func() (cli.Command, error) { return &SystemCommand{Meta: m}, nil },
+		"system gc":        func() (cli.Command, error) { return &SystemGCCommand{Meta: m}, nil },
 		"version":          func() (cli.Command, error) { return &VersionCommand{Meta: m}, nil },
 		// HA cluster operations.
 		"server":                    func() (cli.Command, error) { return &ServerCommand{Meta: m}, nil },

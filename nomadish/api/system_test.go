@@ -1,0 +1,48 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"testing"
+)
+
+func TestSystemGarbageCollect(t *testing.T) {
+	cases := []struct {
+		name     string
+		status   int
+		body     string
+		want     *GCResult
+		wantCode int // of the *StatusError, 0 for success
+	}{
+		{name: "counts", status: 200, body: `{"Evals":4,"Allocs":3,"Jobs":2,"Nodes":1}`, want: &GCResult{Evals: 4, Allocs: 3, Jobs: 2, Nodes: 1}},
+		{name: "no leader", status: 503, body: `{"error":"no cluster leader"}`, wantCode: 503},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var method, path string
+			c := newTestClient(t, func(w http.ResponseWriter, r *http.Request) {
+				method, path = r.Method, r.URL.Path
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(tc.body))
+			})
+			got, err := c.System().GarbageCollectCounts(nil)
+			if method != http.MethodPut || path != "/v1/system/gc" {
+				t.Fatalf("request %s %s, want PUT /v1/system/gc", method, path)
+			}
+			plainErr := c.System().GarbageCollect()
+			if tc.wantCode != 0 {
+				var se *StatusError
+				if !errors.As(err, &se) || se.Code != tc.wantCode || !errors.As(plainErr, &se) {
+					t.Fatalf("errors %v / %v, want status %d", err, plainErr, tc.wantCode)
+				}
+				return
+			}
+			if err != nil || plainErr != nil {
+				t.Fatalf("errors %v / %v", err, plainErr)
+			}
+			if *got != *tc.want {
+				t.Fatalf("got %+v, want %+v", *got, *tc.want)
+			}
+		})
+	}
+}
