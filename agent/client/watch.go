@@ -52,7 +52,8 @@ func (c *Client) watchAllocs() {
 
 // applyAllocs diffs the server's allocations for this node against the
 // runners: new runnable allocations start, allocations told to stop stop,
-// and allocations no longer listed are stopped and forgotten. An
+// and allocations no longer listed are stopped and forgotten (those that
+// had finished here lose their directory as well, see collectAlloc). An
 // allocation already finished, by the servers' record or this client's
 // state file, never runs again.
 func (c *Client) applyAllocs(allocs []*structs.Allocation) {
@@ -113,7 +114,10 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 		go ar.run()
 	}
 
-	// Allocations the servers dropped: stop, then forget.
+	// Allocations the servers dropped: stop, then forget. Those that
+	// finished here were garbage-collected by the servers: their record
+	// and directory go too (collectAlloc); a dropped allocation that was
+	// still running keeps its directory.
 	c.mu.Lock()
 	var gone []*allocRunner
 	for id, ar := range c.runners {
@@ -121,12 +125,19 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 			gone = append(gone, ar)
 		}
 	}
+	var collect []string
 	for id := range c.finished {
 		if !seen[id] {
 			delete(c.finished, id)
-			if err := c.state.deleteAlloc(id); err != nil {
-				c.logger.Warn("forget finished allocation", "alloc_id", id, "error", err)
+			if len(c.recovered[id]) > 0 {
+				// Tasks of it still run (stopped below): keep the
+				// directory, forget the record.
+				if err := c.state.deleteAlloc(id); err != nil {
+					c.logger.Warn("forget finished allocation", "alloc_id", id, "error", err)
+				}
+				continue
 			}
+			collect = append(collect, id)
 		}
 	}
 	for id := range c.recovered {
@@ -137,9 +148,15 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 		}
 	}
 	c.mu.Unlock()
+	for _, id := range collect {
+		c.collectAlloc(id)
+	}
 	for _, ar := range gone {
-		ar.logger.Info("allocation no longer on this node; stopping")
-		ar.stop()
+		finished := ar.finishedLocally()
+		if !finished {
+			ar.logger.Info("allocation no longer on this node; stopping")
+			ar.stop()
+		}
 		go func() {
 			<-ar.done
 			c.mu.Lock()
@@ -147,6 +164,9 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 				delete(c.runners, ar.alloc.ID)
 			}
 			c.mu.Unlock()
+			if finished {
+				c.collectAlloc(ar.alloc.ID)
+			}
 		}()
 	}
 }
