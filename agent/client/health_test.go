@@ -128,12 +128,56 @@ func TestGPUHealthShutdownStopsSource(t *testing.T) {
 // starts no monitor and registers as before.
 func TestGPUHealthNoNVML(t *testing.T) {
 	srv := clienttest.NewServer()
-	c := newTestClient(t, srv, "", nil)
+	c := newTestClient(t, srv, "", func(cfg *Config) { cfg.detectGPUs = nil; cfg.DevGPUs = 0 })
 	if src, ids := c.healthSource(c.Node()); src != nil {
-		t.Fatalf("health source %T for %v with simulated GPUs only", src, ids)
+		t.Fatalf("health source %T for %v on a host without NVIDIA GPUs", src, ids)
 	}
 	if srv.Node(c.Node().ID) == nil {
 		t.Fatal("node not registered")
+	}
+}
+
+// TestHealthSourceSelection: NVML watches real NVIDIA GPUs only (not
+// simulated ones, not those unreadable at detection), the test hook
+// watches every instance, and tests that replace detection get no NVML.
+func TestHealthSourceSelection(t *testing.T) {
+	real := &structs.DeviceGroup{Vendor: structs.DeviceVendorNvidia, Type: structs.DeviceTypeGPU, Name: "NVIDIA H100 80GB HBM3",
+		Instances: []*structs.DeviceInstance{{ID: "GPU-a", Healthy: true}, {ID: "GPU-b", Healthy: true}}}
+	broken := &structs.DeviceGroup{Vendor: structs.DeviceVendorNvidia, Type: structs.DeviceTypeGPU, Name: devices.UnreadableName,
+		Instances: []*structs.DeviceInstance{{ID: "GPU-index-2"}}}
+	node := &structs.Node{NodeResources: &structs.NodeResources{Devices: []*structs.DeviceGroup{real, broken, devices.Simulated("node-1", 1)}}}
+	_, nvmlErr := devices.NewNVMLHealth(devices.NVMLHealthConfig{})
+	sim := devices.NewSimulatedHealth(0)
+	cases := []struct {
+		name     string
+		cfg      Config
+		wantNVML bool
+		wantIDs  []string
+	}{
+		{"nvml watches real GPUs", Config{}, nvmlErr == nil, []string{"GPU-a", "GPU-b"}},
+		{"hook watches all", Config{health: sim}, false, []string{"GPU-a", "GPU-b", "GPU-index-2", "GPU-sim-node-1-0"}},
+		{"replaced detection", Config{detectGPUs: noGPUs}, false, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Client{cfg: &tc.cfg, logger: testLogger(t)}
+			src, ids := c.healthSource(node)
+			if tc.cfg.health != nil && src != devices.HealthSource(sim) {
+				t.Fatalf("source %T, want the hook", src)
+			}
+			if tc.wantNVML && src == nil {
+				t.Fatal("no NVML source in a cgo build")
+			}
+			if tc.cfg.health == nil && !tc.wantNVML {
+				if src != nil {
+					t.Fatalf("source %T, want none", src)
+				}
+				return
+			}
+			if strings.Join(ids, ",") != strings.Join(tc.wantIDs, ",") {
+				t.Fatalf("watches %v, want %v", ids, tc.wantIDs)
+			}
+		})
 	}
 }
 

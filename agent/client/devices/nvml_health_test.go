@@ -4,7 +4,9 @@ package devices
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -247,4 +249,66 @@ func TestNVMLHealthStops(t *testing.T) {
 			t.Fatalf("%d reports without NVML", reports)
 		}
 	})
+}
+
+// TestNVMLHealthOnHost runs the health source against the host's own NVML
+// for its first probe round: every GPU that Detect lists healthy is probed
+// healthy. It skips where NVML is unavailable (every host without an
+// NVIDIA driver).
+func TestNVMLHealthOnHost(t *testing.T) {
+	groups, err := Detect()
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("no NVML here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range groups {
+		for _, in := range g.Instances {
+			if in.Healthy {
+				ids = append(ids, in.ID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		t.Skip("NVML works but reports no healthy GPU")
+	}
+	steps := make(chan string, 8)
+	var mu sync.Mutex
+	var reports []DeviceHealth
+	m := &nvmlHealth{
+		lib: nvml.New(), interval: time.Hour,
+		logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: testLogWriter{t}}),
+		step:   func(what string) { steps <- what },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.Run(ctx, ids, func(c DeviceHealth) { mu.Lock(); reports = append(reports, c); mu.Unlock() })
+	}()
+	select {
+	case <-steps:
+	case <-done:
+		t.Fatal("Run returned before its first probe round")
+	case <-time.After(30 * time.Second):
+		t.Fatal("no probe round within 30s")
+	}
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reports) != 0 {
+		t.Fatalf("GPUs Detect found healthy probed unhealthy:%s", describe(reports))
+	}
+	t.Logf("probed %d GPUs healthy: %v", len(ids), ids)
+}
+
+// testLogWriter sends log lines to t.Log.
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
 }
