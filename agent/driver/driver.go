@@ -95,6 +95,12 @@ type TaskConfig struct {
 	Stderr io.Writer
 	// Resources are what the plan gave this task.
 	Resources *structs.AllocatedTaskResources
+	// CPUMHzPerCore is one core's clock in MHz, the figure the node's CPU
+	// capacity (and so Resources.CPU) is counted in: the client fills it
+	// from the node's "cpu.frequency" attribute. A driver that caps CPU
+	// time (the native driver's cpu_hard_limit) turns MHz into cores with
+	// it. 0 means unknown.
+	CPUMHzPerCore int64
 	// LogDir, LogMaxFiles and LogMaxFileSize (bytes) let a driver that
 	// writes the task's rotated log files itself (the native driver's
 	// shim, which outlives the client) name them <LogDir>/<Name>.stdout.<n>

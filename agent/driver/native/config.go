@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -14,26 +15,34 @@ import (
 // DefaultPath is the PATH a task gets when its environment has none.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-// taskConfig is the native driver's config block: command, args and,
-// when the agent runs as root, the user to run as.
+// taskConfig is the native driver's config block: command, args, when
+// the agent runs as root the user to run as, and whether the task's CPU is
+// capped (cpu_hard_limit, Nomad's name for it).
 type taskConfig struct {
 	Command string
 	Args    []string
 	User    string
+	// CPUHardLimit caps the task's CPU time at its CPU resource (MHz
+	// turned into a share of cores) where cgroups allow, instead of only
+	// weighting it against other tasks.
+	CPUHardLimit bool
 }
+
+// configKeys are the keys a native task's config block may hold.
+var configKeys = []string{"command", "args", "user", "cpu_hard_limit"}
 
 // parseConfig reads and checks a task's config map. Every error wraps
 // driver.ErrInvalidConfig and names the offending key.
 func parseConfig(m map[string]interface{}) (*taskConfig, error) {
 	var unknown []string
 	for k := range m {
-		if k != "command" && k != "args" && k != "user" {
+		if !slices.Contains(configKeys, k) {
 			unknown = append(unknown, k)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return nil, fmt.Errorf("%w: unknown key %q (the native driver accepts only \"command\", \"args\" and \"user\")", driver.ErrInvalidConfig, unknown[0])
+		return nil, fmt.Errorf("%w: unknown key %q (the native driver accepts only %q)", driver.ErrInvalidConfig, unknown[0], configKeys)
 	}
 	var tc taskConfig
 	raw, ok := m["command"]
@@ -51,6 +60,13 @@ func parseConfig(m map[string]interface{}) (*taskConfig, error) {
 			return nil, fmt.Errorf("%w: key \"user\" must be a non-empty string, got %v", driver.ErrInvalidConfig, raw)
 		}
 		tc.User = u
+	}
+	if raw, ok := m["cpu_hard_limit"]; ok {
+		b, ok := raw.(bool)
+		if !ok {
+			return nil, fmt.Errorf("%w: key \"cpu_hard_limit\" must be a bool (true or false), got %T %v", driver.ErrInvalidConfig, raw, raw)
+		}
+		tc.CPUHardLimit = b
 	}
 	if raw, ok := m["args"]; ok && raw != nil {
 		switch v := raw.(type) {

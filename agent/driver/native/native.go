@@ -1,5 +1,7 @@
 // Package native runs tasks as plain host processes, each in its own
-// session and process group so a stop reaches every child it started.
+// session and process group so a stop reaches every child it started, and,
+// where the host allows, in a cgroup of its own (package cgroups) that
+// enforces the task's memory and CPU and holds every process it starts.
 package native
 
 import (
@@ -17,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/agent/driver/native/cgroups"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -34,9 +37,12 @@ const ioWaitDelay = 2 * time.Second
 // checked for exit.
 const recoverPollInterval = 250 * time.Millisecond
 
-// Driver is the native driver. Create it with New.
+// Driver is the native driver. Create it with New or NewWithConfig.
 type Driver struct {
 	logger hclog.Logger
+	// cg makes the tasks' cgroups; its mode is ModeNone where the host
+	// allows none, and then no limit is enforced.
+	cg *cgroups.Manager
 
 	mu    sync.Mutex
 	tasks map[string]*task
@@ -53,6 +59,9 @@ type task struct {
 	// ExecTask.
 	env []string
 	dir string
+	// cg is the task's cgroup, nil when it has none (cgroups unusable, or
+	// a recovered task started without one).
+	cg *cgroups.Cgroup
 
 	mu          sync.Mutex
 	result      *driver.ExitResult
@@ -75,40 +84,70 @@ func (t *task) exit() (*driver.ExitResult, time.Time) {
 
 var _ driver.Driver = (*Driver)(nil)
 
-// New returns a native driver. A nil logger discards logs.
-func New(logger hclog.Logger) *Driver {
+// Config configures a native driver. The zero value is the default.
+type Config struct {
+	// Logger receives the driver's logs; nil discards them.
+	Logger hclog.Logger
+	// Cgroups says where to find the host's cgroups; the zero value looks
+	// at /sys/fs/cgroup and puts tasks under a "gpulayer" parent cgroup.
+	Cgroups cgroups.Config
+}
+
+// New returns a native driver with the default Config and the given
+// logger (nil discards logs).
+func New(logger hclog.Logger) *Driver { return NewWithConfig(Config{Logger: logger}) }
+
+// NewWithConfig returns a native driver. It detects once which cgroups the
+// host allows (cgroups.Detect), creating the parent cgroup; a host with
+// none gives a driver that enforces no limit and says so in Fingerprint.
+func NewWithConfig(cfg Config) *Driver {
+	logger := cfg.Logger
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &Driver{logger: logger.Named("native"), tasks: map[string]*task{}}
+	logger = logger.Named("native")
+	cc := cfg.Cgroups
+	if cc.Logger == nil {
+		cc.Logger = logger
+	}
+	d := &Driver{logger: logger, cg: cgroups.Detect(cc), tasks: map[string]*task{}}
+	if d.cg.Mode() == cgroups.ModeNone {
+		logger.Info("CPU and memory limits of native tasks are not enforced", "reason", d.cg.Reason())
+	}
+	return d
 }
 
 // Name returns "native".
 func (d *Driver) Name() string { return Name }
 
 // Fingerprint reports the driver healthy: it needs nothing but fork/exec.
-// The attribute driver.native.limits says plainly that this version does
-// not enforce a task's CPU and memory (no cgroup limits yet): "none",
-// with the host's cgroup version in driver.native.cgroup ("v2" when
-// /sys/fs/cgroup/cgroup.controllers exists, else "v1-or-none").
+// The attribute driver.native.limits says how a task's CPU and memory are
+// enforced: "cgroups-v2" or "cgroups-v1", or "none", and then the health
+// description says why in plain words.
 func (d *Driver) Fingerprint() *structs.DriverInfo {
-	cg := "v1-or-none"
-	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
-		cg = "v2"
+	limits, desc := "none", "healthy (CPU and memory limits not enforced: "+d.cg.Reason()+")"
+	switch d.cg.Mode() {
+	case cgroups.ModeV2:
+		limits, desc = "cgroups-v2", "healthy (CPU and memory limits enforced by cgroups v2)"
+	case cgroups.ModeV1:
+		limits, desc = "cgroups-v1", "healthy (CPU and memory limits enforced by cgroups v1)"
 	}
 	return &structs.DriverInfo{
 		Detected:          true,
 		Healthy:           true,
-		HealthDescription: "healthy (CPU and memory limits not enforced)",
-		Attributes:        map[string]string{"driver.native.version": Version, "driver.native.limits": "none", "driver.native.cgroup": cg},
+		HealthDescription: desc,
+		Attributes:        map[string]string{"driver.native.version": Version, "driver.native.limits": limits},
 	}
 }
 
 // StartTask checks the config and starts the command in cfg.TaskDir with
-// exactly cfg.Env (plus a default PATH when missing) in a new session. It
-// returns errors wrapping driver.ErrInvalidConfig for a bad config or a
-// command that is missing, a directory or not executable, and
-// driver.ErrTaskExists for a duplicate ID.
+// exactly cfg.Env (plus a default PATH when missing) in a new session and,
+// where cgroups are usable, in a cgroup of its own limited to
+// cfg.Resources (see taskLimits). It returns errors wrapping
+// driver.ErrInvalidConfig for a bad config or a command that is missing,
+// a directory or not executable, driver.ErrTaskExists for a duplicate ID,
+// and an error naming the cgroup file when the task's cgroup cannot be
+// made (the task does not start; the driver goes on).
 func (d *Driver) StartTask(cfg *driver.TaskConfig) (*driver.TaskHandle, error) {
 	if cfg == nil || cfg.ID == "" {
 		return nil, fmt.Errorf("%w: task config without an ID", driver.ErrInvalidConfig)
@@ -156,14 +195,24 @@ func (d *Driver) StartTask(cfg *driver.TaskConfig) (*driver.TaskHandle, error) {
 		delete(d.tasks, cfg.ID)
 		d.mu.Unlock()
 	}
+	cg, err := d.createCgroup(cfg, tc)
+	if err != nil {
+		release()
+		return nil, err
+	}
 	envl := envList(env)
 	var t *task
 	if cfg.LogDir != "" {
-		t, err = d.startWithShim(cfg, tc, path, envl, cred)
+		t, err = d.startWithShim(cfg, tc, path, envl, cred, cg)
 	} else {
-		t, err = d.startDirect(cfg, tc, path, envl, cred)
+		t, err = d.startDirect(cfg, tc, path, envl, cred, cg)
 	}
 	if err != nil {
+		if cg != nil {
+			if derr := cg.Destroy(); derr != nil {
+				d.logger.Warn("remove cgroup of a task that did not start", "task_id", cfg.ID, "error", derr)
+			}
+		}
 		release()
 		return nil, err
 	}
@@ -176,10 +225,54 @@ func (d *Driver) StartTask(cfg *driver.TaskConfig) (*driver.TaskHandle, error) {
 	return &c, nil
 }
 
+// createCgroup makes the task's cgroup with its limits, or returns nil
+// when cgroups are unusable on this host (the task then runs unlimited, as
+// Fingerprint says).
+func (d *Driver) createCgroup(cfg *driver.TaskConfig, tc *taskConfig) (*cgroups.Cgroup, error) {
+	if d.cg.Mode() == cgroups.ModeNone {
+		if tc.CPUHardLimit {
+			d.logger.Warn("cpu_hard_limit not enforced", "task_id", cfg.ID, "reason", d.cg.Reason())
+		}
+		return nil, nil
+	}
+	l, err := taskLimits(cfg, tc)
+	if err != nil {
+		return nil, err
+	}
+	cg, err := d.cg.Create(cfg.ID, l)
+	if err != nil {
+		return nil, fmt.Errorf("create the task's cgroup (for its CPU and memory limits): %w", err)
+	}
+	return cg, nil
+}
+
+// taskLimits returns the cgroup limits of a task: its memory resource
+// (MiB) as a hard limit without swap, its CPU resource (MHz) as a
+// relative weight (shares), and with cpu_hard_limit a cap of MHz /
+// cfg.CPUMHzPerCore cores (see cgroups.TaskLimits). A task without
+// resources gets no limit. cpu_hard_limit without the node's MHz per core
+// or a CPU resource returns an error wrapping driver.ErrInvalidConfig.
+func taskLimits(cfg *driver.TaskConfig, tc *taskConfig) (cgroups.Limits, error) {
+	var cpu, mem int64
+	if r := cfg.Resources; r != nil {
+		cpu, mem = r.CPU, r.MemoryMB
+	}
+	l, err := cgroups.TaskLimits(cpu, mem, tc.CPUHardLimit, cfg.CPUMHzPerCore)
+	if err != nil {
+		return cgroups.Limits{}, fmt.Errorf("%w: key \"cpu_hard_limit\": %v", driver.ErrInvalidConfig, err)
+	}
+	return l, nil
+}
+
 // startDirect runs the task as the agent's own child with its output
 // copied to cfg.Stdout and cfg.Stderr. Such a task cannot outlive the
-// agent's death with its output intact; the client uses the shim.
-func (d *Driver) startDirect(cfg *driver.TaskConfig, tc *taskConfig, path string, env []string, cred *syscall.Credential) (*task, error) {
+// agent's death with its output intact; the client uses the shim. On v2
+// the task is cloned into its cgroup. On v1 the agent cannot join the
+// task's cgroup for the fork (its other goroutines fork too), so the task
+// is moved in right after the start: for that moment, well under a
+// millisecond, it runs unlimited, and a child it forks in it stays
+// outside. Only tests start tasks this way.
+func (d *Driver) startDirect(cfg *driver.TaskConfig, tc *taskConfig, path string, env []string, cred *syscall.Credential, cg *cgroups.Cgroup) (*task, error) {
 	cmd := exec.Command(path, tc.Args...)
 	cmd.Args[0] = tc.Command
 	cmd.Dir = cfg.TaskDir
@@ -188,24 +281,51 @@ func (d *Driver) startDirect(cfg *driver.TaskConfig, tc *taskConfig, path string
 	cmd.Stderr = writerOrDiscard(cfg.Stderr)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
 	cmd.WaitDelay = ioWaitDelay
-	if err := cmd.Start(); err != nil {
+	var err error
+	if cg != nil && cg.Mode() == cgroups.ModeV2 {
+		err = cg.Placement().Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
 		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
 	}
 	pid := cmd.Process.Pid
+	if cg != nil && cg.Mode() == cgroups.ModeV1 {
+		if err := cg.AddPID(pid); err != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			return nil, fmt.Errorf("move task into its cgroup: %w", err)
+		}
+	}
 	startTicks, _ := processStartTime(pid)
 	h := &driver.TaskHandle{ID: cfg.ID, Driver: Name, PID: pid, StartTime: startTicks, StartedAt: time.Now()}
-	t := &task{id: cfg.ID, name: cfg.Name, handle: h, pid: pid, done: make(chan struct{})}
+	t := &task{id: cfg.ID, name: cfg.Name, handle: h, pid: pid, done: make(chan struct{}), cg: cg}
 	go func() {
 		err := cmd.Wait()
-		t.finish(exitResult(cmd.ProcessState, err))
+		t.finish(d.withOOM(t, exitResult(cmd.ProcessState, err)))
 		d.logger.Debug("task exited", "task_id", cfg.ID, "pid", pid)
 	}()
 	return t, nil
 }
 
+// withOOM marks r OOMKilled when the kernel's OOM killer killed a process
+// of the task's cgroup, and returns it.
+func (d *Driver) withOOM(t *task, r *driver.ExitResult) *driver.ExitResult {
+	if t.cg == nil || r == nil {
+		return r
+	}
+	oom, err := t.cg.OOMKilled()
+	if err != nil {
+		d.logger.Warn("read the task cgroup's OOM count", "task_id", t.id, "error", err)
+	}
+	r.OOMKilled = oom
+	return r
+}
+
 // startWithShim runs the task under a shim process (see ShimEnv) that
 // writes its rotated logs under cfg.LogDir and records its exit status.
-func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path string, env []string, cred *syscall.Credential) (*task, error) {
+func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path string, env []string, cred *syscall.Credential, cg *cgroups.Cgroup) (*task, error) {
 	spec := &shimSpec{
 		Path:       path,
 		Args:       append([]string{tc.Command}, tc.Args...),
@@ -226,6 +346,9 @@ func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path stri
 	if cred != nil {
 		spec.UID, spec.GID = &cred.Uid, &cred.Gid
 	}
+	if cg != nil {
+		spec.Cgroup = cg.Placement()
+	}
 	shim, pid, err := startShim(cfg, spec)
 	if err != nil {
 		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
@@ -234,11 +357,11 @@ func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path stri
 	shimTicks, _ := processStartTime(shim.Process.Pid)
 	h := &driver.TaskHandle{ID: cfg.ID, Driver: Name, PID: pid, StartTime: startTicks, StartedAt: time.Now(),
 		ShimPID: shim.Process.Pid, ShimStartTime: shimTicks}
-	t := &task{id: cfg.ID, name: cfg.Name, handle: h, pid: pid, done: make(chan struct{})}
+	t := &task{id: cfg.ID, name: cfg.Name, handle: h, pid: pid, done: make(chan struct{}), cg: cg}
 	_, exitPath := shimPaths(cfg)
 	go func() {
 		werr := shim.Wait()
-		t.finish(shimResult(exitPath, werr))
+		t.finish(d.withOOM(t, shimResult(exitPath, werr)))
 		d.logger.Debug("task exited", "task_id", cfg.ID, "pid", pid)
 	}()
 	return t, nil
@@ -312,9 +435,10 @@ func (d *Driver) WaitTask(ctx context.Context, taskID string) (<-chan *driver.Ex
 // StopTask sends signal (default SIGTERM) to the task's process group,
 // waits up to timeout (default 5 seconds) for the task to exit, then sends
 // SIGKILL to the group. Any process left in the group after the leader
-// exited is killed too. An unknown signal name is logged and replaced by
-// SIGKILL, so a stop always ends the task. It returns
-// driver.ErrTaskNotFound for an unknown ID.
+// exited is killed too, and so is every process left in the task's
+// cgroup, which catches those that left the group (setsid, setpgid). An
+// unknown signal name is logged and replaced by SIGKILL, so a stop always
+// ends the task. It returns driver.ErrTaskNotFound for an unknown ID.
 func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) error {
 	t, err := d.lookup(taskID)
 	if err != nil {
@@ -331,6 +455,7 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	select {
 	case <-t.done:
 		killGroup(t.pid, syscall.SIGKILL)
+		d.killCgroup(t)
 		return nil
 	default:
 	}
@@ -343,6 +468,7 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	case <-t.done:
 		// Take down children the leader left behind.
 		killGroup(t.pid, syscall.SIGKILL)
+		d.killCgroup(t)
 		return nil
 	case <-timer.C:
 	}
@@ -350,11 +476,23 @@ func (d *Driver) StopTask(taskID string, timeout time.Duration, signal string) e
 	if err := killGroup(t.pid, syscall.SIGKILL); err != nil {
 		return fmt.Errorf("kill task %s: %w", taskID, err)
 	}
+	d.killCgroup(t)
 	select {
 	case <-t.done:
 		return nil
 	case <-time.After(10 * time.Second):
 		return fmt.Errorf("task %s did not exit 10 seconds after SIGKILL", taskID)
+	}
+}
+
+// killCgroup kills every process left in the task's cgroup, if it has
+// one. A failure is logged: DestroyTask tries again.
+func (d *Driver) killCgroup(t *task) {
+	if t.cg == nil {
+		return
+	}
+	if err := t.cg.Kill(); err != nil {
+		d.logger.Warn("kill the processes of the task's cgroup", "task_id", t.id, "error", err)
 	}
 }
 
@@ -396,8 +534,11 @@ func (d *Driver) InspectTask(taskID string) (*driver.TaskStatus, error) {
 // known as exited with that status. A task started directly is found by
 // its own pid and start time in /proc/<pid>/stat; its exit code cannot be
 // read (it is not our child), so its ExitResult has ExitCode -1 and Err
-// set. It returns driver.ErrTaskNotFound if the task is gone without a
-// recorded status, or its pid now belongs to another process.
+// set. The task's cgroup, when it has one, is found again by the task's
+// ID, so StopTask kills all its processes, an OOM kill is reported and
+// DestroyTask removes it. It returns driver.ErrTaskNotFound if the task
+// is gone without a recorded status, or its pid now belongs to another
+// process.
 func (d *Driver) RecoverTask(h *driver.TaskHandle, cfg *driver.TaskConfig) error {
 	if h == nil || h.PID <= 0 {
 		return fmt.Errorf("%w: handle without a pid", driver.ErrTaskNotFound)
@@ -409,7 +550,7 @@ func (d *Driver) RecoverTask(h *driver.TaskHandle, cfg *driver.TaskConfig) error
 	}
 	d.mu.Unlock()
 	hc := *h
-	t := &task{id: h.ID, handle: &hc, pid: h.PID, done: make(chan struct{})}
+	t := &task{id: h.ID, handle: &hc, pid: h.PID, done: make(chan struct{}), cg: d.openCgroup(h.ID)}
 	if cfg != nil {
 		t.name, t.dir = cfg.Name, cfg.TaskDir
 		t.env = envList(cfg.Env)
@@ -425,15 +566,15 @@ func (d *Driver) RecoverTask(h *driver.TaskHandle, cfg *driver.TaskConfig) error
 		if sameProcess(watchPID, watchTicks) != nil {
 			r, at, err := readExitFile(exitPath)
 			if err != nil {
-				return fmt.Errorf("%w: shim pid %d is gone and left no exit status: %v", driver.ErrTaskNotFound, h.ShimPID, err)
+				return d.lost(t, fmt.Errorf("%w: shim pid %d is gone and left no exit status: %v", driver.ErrTaskNotFound, h.ShimPID, err))
 			}
-			t.result, t.completedAt = r, at
+			t.result, t.completedAt = d.withOOM(t, r), at
 			close(t.done)
 			d.track(t)
 			return nil
 		}
 	} else if err := sameProcess(h.PID, h.StartTime); err != nil {
-		return err
+		return d.lost(t, err)
 	}
 	if !d.track(t) {
 		return nil
@@ -444,15 +585,41 @@ func (d *Driver) RecoverTask(h *driver.TaskHandle, cfg *driver.TaskConfig) error
 		for range tick.C {
 			if sameProcess(watchPID, watchTicks) != nil {
 				if exitPath != "" {
-					t.finish(shimResult(exitPath, errors.New("recovered shim exited")))
+					t.finish(d.withOOM(t, shimResult(exitPath, errors.New("recovered shim exited"))))
 				} else {
-					t.finish(&driver.ExitResult{ExitCode: -1, Err: errors.New("recovered task exited; exit status unknown")})
+					t.finish(d.withOOM(t, &driver.ExitResult{ExitCode: -1, Err: errors.New("recovered task exited; exit status unknown")}))
 				}
 				return
 			}
 		}
 	}()
 	return nil
+}
+
+// lost removes the cgroup of a task RecoverTask cannot find again (killing
+// whatever it left there, as nothing will stop or destroy it) and returns
+// err.
+func (d *Driver) lost(t *task, err error) error {
+	if t.cg != nil {
+		if derr := t.cg.Destroy(); derr != nil {
+			d.logger.Warn("remove cgroup of a lost task", "task_id", t.id, "error", derr)
+		}
+	}
+	return err
+}
+
+// openCgroup returns the cgroup of a recovered task, or nil when it has
+// none (cgroups unusable, or a task started by a driver without them).
+func (d *Driver) openCgroup(taskID string) *cgroups.Cgroup {
+	if d.cg.Mode() == cgroups.ModeNone {
+		return nil
+	}
+	cg, err := d.cg.Open(taskID)
+	if err != nil {
+		d.logger.Debug("recovered task has no cgroup", "task_id", taskID, "error", err)
+		return nil
+	}
+	return cg
 }
 
 // track adds a recovered task unless one with its ID is known; it reports
@@ -467,8 +634,10 @@ func (d *Driver) track(t *task) bool {
 	return true
 }
 
-// DestroyTask forgets an exited task. It returns driver.ErrTaskRunning for
-// a running task and driver.ErrTaskNotFound for an unknown ID.
+// DestroyTask forgets an exited task, killing any process left in its
+// cgroup and removing the cgroup. It returns driver.ErrTaskRunning for a
+// running task, driver.ErrTaskNotFound for an unknown ID, and the error
+// of the cgroup's removal (the task is forgotten all the same).
 func (d *Driver) DestroyTask(taskID string) error {
 	t, err := d.lookup(taskID)
 	if err != nil {
@@ -482,5 +651,10 @@ func (d *Driver) DestroyTask(taskID string) error {
 	d.mu.Lock()
 	delete(d.tasks, taskID)
 	d.mu.Unlock()
+	if t.cg != nil {
+		if err := t.cg.Destroy(); err != nil {
+			return fmt.Errorf("remove cgroup of task %s: %w", taskID, err)
+		}
+	}
 	return nil
 }

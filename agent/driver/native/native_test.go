@@ -76,7 +76,7 @@ func TestExitCodesAndSignals(t *testing.T) {
 		{"killed by SIGKILL", "kill -9 $$", -1, int(syscall.SIGKILL)},
 		{"killed by SIGTERM", "kill -TERM $$", -1, int(syscall.SIGTERM)},
 	}
-	d := New(nil)
+	d := newTestDriver(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, _ := shTask(t, tc.name, tc.script, nil)
@@ -106,7 +106,7 @@ func TestExitCodesAndSignals(t *testing.T) {
 
 func TestEnvIsExactlyWhatIsPassed(t *testing.T) {
 	t.Setenv("GPULAYER_HOST_SECRET", "leak")
-	d := New(nil)
+	d := newTestDriver(t)
 	cfg, out := shTask(t, "env", "env", map[string]string{"FOO": "bar baz", "CUDA_VISIBLE_DEVICES": "GPU-1"})
 	if _, err := d.StartTask(cfg); err != nil {
 		t.Fatal(err)
@@ -126,7 +126,7 @@ func TestEnvIsExactlyWhatIsPassed(t *testing.T) {
 }
 
 func TestWorkingDirIsTaskDir(t *testing.T) {
-	d := New(nil)
+	d := newTestDriver(t)
 	cfg, out := shTask(t, "pwd", "pwd", nil)
 	if _, err := d.StartTask(cfg); err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func pidAlive(pid int) bool {
 }
 
 func TestStopKillsProcessGroup(t *testing.T) {
-	d := New(nil)
+	d := newTestDriver(t)
 	// The shell starts a child sleep, prints its pid and ignores SIGTERM,
 	// so the stop has to escalate to SIGKILL for the whole group.
 	cfg, out := shTask(t, "group", "trap '' TERM; sleep 60 & echo child=$!; wait", nil)
@@ -185,7 +185,7 @@ func TestStopKillsProcessGroup(t *testing.T) {
 }
 
 func TestStopWithSignalHonoured(t *testing.T) {
-	d := New(nil)
+	d := newTestDriver(t)
 	cfg, out := shTask(t, "term", "echo ready; exec sleep 60", nil)
 	if _, err := d.StartTask(cfg); err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func TestStartErrors(t *testing.T) {
 		{"args not strings", map[string]interface{}{"command": "/bin/true", "args": []interface{}{1}}, `"args": element 0`},
 		{"command not a string", map[string]interface{}{"command": 7}, `"command" must be a non-empty string`},
 	}
-	d := New(nil)
+	d := newTestDriver(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := d.StartTask(&driver.TaskConfig{ID: tc.name, Config: tc.config, TaskDir: t.TempDir()})
@@ -251,7 +251,7 @@ func TestStartErrors(t *testing.T) {
 }
 
 func TestDuplicateAndDestroyRunning(t *testing.T) {
-	d := New(nil)
+	d := newTestDriver(t)
 	cfg, _ := shTask(t, "dup", "sleep 60", nil)
 	if _, err := d.StartTask(cfg); err != nil {
 		t.Fatal(err)
@@ -266,7 +266,7 @@ func TestDuplicateAndDestroyRunning(t *testing.T) {
 }
 
 func TestRecoverTask(t *testing.T) {
-	d := New(nil)
+	d := newTestDriver(t)
 	cfg, _ := shTask(t, "rec", "sleep 60", nil)
 	h, err := d.StartTask(cfg)
 	if err != nil {
@@ -276,7 +276,7 @@ func TestRecoverTask(t *testing.T) {
 		t.Fatal("handle has no start time from /proc")
 	}
 	// A second driver (a restarted client) finds the same process.
-	d2 := New(nil)
+	d2 := newTestDriver(t)
 	if err := d2.RecoverTask(h, nil); err != nil {
 		t.Fatalf("RecoverTask live: %v", err)
 	}
@@ -296,7 +296,7 @@ func TestRecoverTask(t *testing.T) {
 }
 
 func TestWaitTaskContextCancel(t *testing.T) {
-	d := New(nil)
+	d := newTestDriver(t)
 	cfg, _ := shTask(t, "ctx", "sleep 60", nil)
 	if _, err := d.StartTask(cfg); err != nil {
 		t.Fatal(err)
@@ -322,7 +322,7 @@ func TestWaitTaskContextCancel(t *testing.T) {
 }
 
 func TestFingerprint(t *testing.T) {
-	fp := New(nil).Fingerprint()
+	fp := newTestDriver(t).Fingerprint()
 	if !fp.Detected || !fp.Healthy || fp.Attributes["driver.native.version"] != Version {
 		t.Fatalf("fingerprint %+v", fp)
 	}

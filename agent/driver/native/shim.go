@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpulayer/gpulayer/agent/driver"
 	"github.com/gpulayer/gpulayer/agent/driver/logging"
+	"github.com/gpulayer/gpulayer/agent/driver/native/cgroups"
 )
 
 // ShimEnv names the environment variable that turns any binary importing
@@ -60,6 +61,9 @@ type shimSpec struct {
 	// UID and GID, when set, are the user the task runs as.
 	UID *uint32 `json:",omitempty"`
 	GID *uint32 `json:",omitempty"`
+	// Cgroup, when set, is the task's cgroup: the shim starts the task
+	// inside it (cgroups.Placement.Start).
+	Cgroup *cgroups.Placement `json:",omitempty"`
 }
 
 // shimExit is how the task ended, as recorded by the shim.
@@ -126,7 +130,18 @@ func runShim(specPath string) int {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: *spec.UID, Gid: *spec.GID}
 	}
 	cmd.WaitDelay = ioWaitDelay
-	if err := cmd.Start(); err != nil {
+	// The task must be in its cgroup before its first instruction. On v2
+	// it is cloned straight into it. On v1 the shim joins the task's
+	// cgroups for the fork and goes back right after, so the task inherits
+	// them; that is safe here because the shim starts nothing else, and
+	// it keeps the shim (its memory, and a kill of the cgroup) out of the
+	// task's cgroup afterwards. Moving the task in after the start would
+	// let it run unlimited, and fork children outside, for a moment.
+	start := cmd.Start
+	if spec.Cgroup != nil {
+		start = func() error { return spec.Cgroup.Start(cmd) }
+	}
+	if err := start(); err != nil {
 		return fail(fmt.Errorf("start command %q: %w", spec.Args[0], err))
 	}
 	report("started %d", cmd.Process.Pid)

@@ -42,7 +42,7 @@ func readLog(t *testing.T, cfg *driver.TaskConfig, stream string) string {
 }
 
 func TestShimRunsTaskAndRecordsExit(t *testing.T) {
-	d := New(nil)
+	d := newTestDriver(t)
 	cfg := shimTask(t, "shim-exit", `echo "out $GREETING"; echo err >&2; exit 7`)
 	h, err := d.StartTask(cfg)
 	if err != nil {
@@ -68,7 +68,7 @@ func TestShimRunsTaskAndRecordsExit(t *testing.T) {
 // the task keeps its pid, keeps writing to its log, and its exit code is
 // known.
 func TestShimTaskSurvivesDriverLoss(t *testing.T) {
-	d1 := New(nil)
+	d1 := newTestDriver(t)
 	cfg := shimTask(t, "shim-recover", `echo before; while [ ! -f go ]; do sleep 0.05; done; echo after; exit 3`)
 	h, err := d1.StartTask(cfg)
 	if err != nil {
@@ -76,7 +76,7 @@ func TestShimTaskSurvivesDriverLoss(t *testing.T) {
 	}
 	waitFor(t, 5*time.Second, func() bool { return strings.Contains(readLog(t, cfg, "stdout"), "before") })
 
-	d2 := New(nil)
+	d2 := newTestDriver(t)
 	if err := d2.RecoverTask(h, cfg); err != nil {
 		t.Fatalf("RecoverTask: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestShimTaskSurvivesDriverLoss(t *testing.T) {
 
 	// A task that ended while no driver watched it is known by its exit
 	// file; a handle whose shim is gone without one is not found.
-	d3 := New(nil)
+	d3 := newTestDriver(t)
 	if err := d3.RecoverTask(h, cfg); err != nil {
 		t.Fatalf("recover finished task: %v", err)
 	}
@@ -108,13 +108,13 @@ func TestShimTaskSurvivesDriverLoss(t *testing.T) {
 	if err := os.Remove(exitPath); err != nil {
 		t.Fatal(err)
 	}
-	if err := New(nil).RecoverTask(h, cfg); !errors.Is(err, driver.ErrTaskNotFound) {
+	if err := newTestDriver(t).RecoverTask(h, cfg); !errors.Is(err, driver.ErrTaskNotFound) {
 		t.Fatalf("recover without exit file: %v, want ErrTaskNotFound", err)
 	}
 }
 
 func TestShimStopSignalAndExec(t *testing.T) {
-	d := New(nil)
+	d := newTestDriver(t)
 	cfg := shimTask(t, "shim-stop", `trap 'echo got HUP' HUP; trap 'echo got TERM; exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
 	if _, err := d.StartTask(cfg); err != nil {
 		t.Fatal(err)

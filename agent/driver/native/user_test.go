@@ -12,7 +12,7 @@ import (
 )
 
 func TestRunAsUser(t *testing.T) {
-	d := New(nil)
+	d := newTestDriver(t)
 	cfg := shimTask(t, "as-user", "id -u; pwd; touch local/x && echo wrote")
 	cfg.Config["user"] = "nobody-such-user-xyz"
 	if _, err := d.StartTask(cfg); !errors.Is(err, driver.ErrInvalidConfig) || !strings.Contains(err.Error(), `user "nobody-such-user-xyz"`) {
