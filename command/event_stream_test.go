@@ -104,3 +104,22 @@ func TestNodeStatusVerboseListsGPUs(t *testing.T) {
 		}
 	}
 }
+
+func TestGPUHealthColumn(t *testing.T) {
+	cases := []struct {
+		in   api.DeviceInstance
+		want string
+	}{
+		{api.DeviceInstance{Healthy: true, HealthDescription: "healthy"}, "healthy"},
+		{api.DeviceInstance{HealthDescription: "Xid 79"}, "unhealthy (Xid 79)"},
+		{api.DeviceInstance{HealthDescription: "unhealthy: XID 79 (GPU has fallen off the bus) at 2026-12-01T02:10:00Z"},
+			"unhealthy (XID 79 (GPU has fallen off the bus) at 2026-12-01T02:10:00Z)"},
+		{api.DeviceInstance{HealthDescription: "unhealthy"}, "unhealthy"},
+		{api.DeviceInstance{}, "unhealthy"},
+	}
+	for _, c := range cases {
+		if got := gpuHealth(&c.in); got != c.want {
+			t.Errorf("gpuHealth(%q) = %q, want %q", c.in.HealthDescription, got, c.want)
+		}
+	}
+}

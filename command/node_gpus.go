@@ -70,13 +70,7 @@ func gpuTable(node *api.Node, holder map[string]string, tel map[string]*api.Devi
 			if in == nil {
 				continue
 			}
-			health := "healthy"
-			if !in.Healthy {
-				health = "unhealthy"
-				if in.HealthDescription != "" {
-					health += " (" + in.HealthDescription + ")"
-				}
-			}
+			health := gpuHealth(in)
 			alloc := holder[in.ID]
 			if alloc == "" {
 				alloc = "<free>"
@@ -125,4 +119,21 @@ func (m *Meta) nodesGPUs(client *api.Client, nodes []*api.Node) string {
 		sb.WriteString("\n")
 	}
 	return strings.TrimRight(sb.String(), "\n")
+}
+
+// gpuHealth is the Health column of one device instance: "healthy", or
+// "unhealthy (<reason>)" without repeating the word when the client's
+// description already starts with it ("unhealthy: XID 79 (...) at ...").
+func gpuHealth(in *api.DeviceInstance) string {
+	if in.Healthy {
+		return "healthy"
+	}
+	d := strings.TrimSpace(in.HealthDescription)
+	if rest, ok := strings.CutPrefix(d, "unhealthy"); ok {
+		d = strings.TrimSpace(strings.TrimPrefix(rest, ":"))
+	}
+	if d == "" {
+		return "unhealthy"
+	}
+	return "unhealthy (" + d + ")"
 }
