@@ -152,12 +152,12 @@ func (tr *taskRunner) run() {
 			return
 		}
 		if tr.jobType() == structs.JobTypeBatch && res.Successful() {
-			tr.dead(tr.event(structs.TaskEventTerminated, terminatedMessage(res), func(e *structs.TaskEvent) {
+			tr.dead(tr.event(structs.TaskEventTerminated, terminatedMessage(res, tr.memoryMB()), func(e *structs.TaskEvent) {
 				e.ExitCode, e.Signal = res.ExitCode, res.Signal
 			}), false)
 			return
 		}
-		tr.setState(tr.event(structs.TaskEventTerminated, terminatedMessage(res), func(e *structs.TaskEvent) {
+		tr.setState(tr.event(structs.TaskEventTerminated, terminatedMessage(res, tr.memoryMB()), func(e *structs.TaskEvent) {
 			e.ExitCode, e.Signal = res.ExitCode, res.Signal
 		}), func(ts *structs.TaskState) { ts.ExitCode = res.ExitCode })
 
@@ -190,13 +190,19 @@ func (tr *taskRunner) jobType() string {
 	return ""
 }
 
-func terminatedMessage(r *driver.ExitResult) string {
+// terminatedMessage describes how a task ended; memoryMB is its memory
+// limit in MiB, named when the OOM killer ended it (0: not named).
+func terminatedMessage(r *driver.ExitResult, memoryMB int64) string {
 	msg := fmt.Sprintf("Exit Code: %d", r.ExitCode)
 	if r.Signal != 0 {
 		msg += fmt.Sprintf(", Signal: %d", r.Signal)
 	}
 	if r.OOMKilled {
-		msg += ", OOM Killed"
+		if memoryMB > 0 {
+			msg += fmt.Sprintf(", OOM killed (memory limit %d MiB)", memoryMB)
+		} else {
+			msg += ", OOM killed"
+		}
 	}
 	if r.Err != nil {
 		msg += ", Exit Message: " + r.Err.Error()
@@ -223,6 +229,7 @@ func (tr *taskRunner) taskConfig(stdout, stderr io.Writer) *driver.TaskConfig {
 		Stdout:         stdout,
 		Stderr:         stderr,
 		Resources:      tr.resources(),
+		CPUMHzPerCore:  tr.ar.c.cpuMHzPerCore(),
 		LogDir:         filepath.Join(tr.taskDir, "logs"),
 		LogMaxFiles:    c.LogMaxFiles,
 		LogMaxFileSize: c.logMaxFileSizeBytes,
@@ -326,6 +333,23 @@ func (tr *taskRunner) setup() (stdout, stderr *rotatingWriter, err error) {
 		return nil, nil, err
 	}
 	return stdout, stderr, nil
+}
+
+// memoryMB is the task's memory limit in MiB, 0 when it has none.
+func (tr *taskRunner) memoryMB() int64 {
+	if r := tr.resources(); r != nil {
+		return r.MemoryMB
+	}
+	return 0
+}
+
+// cpuMHzPerCore is the node's "cpu.frequency" attribute: one core's MHz,
+// the unit its CPU capacity is counted in (fingerprint.go); 0 if unknown.
+func (c *Client) cpuMHzPerCore() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	mhz, _ := strconv.ParseInt(c.node.Attributes["cpu.frequency"], 10, 64)
+	return mhz
 }
 
 func (tr *taskRunner) resources() *structs.AllocatedTaskResources {
