@@ -484,3 +484,41 @@ func TestGCBatches(t *testing.T) {
 		}
 	})
 }
+
+// TestNodeAllocsWatchIndex checks the index of NodeAllocations' reads: a
+// removal seen while waiting raises it to the allocs table's index, and it
+// stays at MinQueryIndex on a timeout unless the state went back.
+func TestNodeAllocsWatchIndex(t *testing.T) {
+	a := &structs.Allocation{ID: "a", ModifyIndex: 10}
+	b := &structs.Allocation{ID: "b", ModifyIndex: 12}
+	c := &structs.Allocation{ID: "c", ModifyIndex: 30}
+	type read struct {
+		allocs []*structs.Allocation
+		table  uint64
+		want   uint64
+	}
+	cases := []struct {
+		name     string
+		minIndex uint64
+		reads    []read
+	}{
+		{"first query answers the highest ModifyIndex", 0, []read{{[]*structs.Allocation{a, b}, 20, 12}}},
+		{"empty node answers 1", 0, []read{{nil, 0, 1}}},
+		{"waiting read holds at MinQueryIndex", 15, []read{{[]*structs.Allocation{a, b}, 20, 15}, {[]*structs.Allocation{a, b}, 25, 15}}},
+		{"removal raises to the table index", 15, []read{{[]*structs.Allocation{a, b}, 20, 15}, {[]*structs.Allocation{a}, 26, 26}}},
+		{"last allocation removed", 15, []read{{[]*structs.Allocation{a}, 20, 15}, {nil, 27, 27}}},
+		{"new allocation is its own change", 15, []read{{[]*structs.Allocation{a, b}, 20, 15}, {[]*structs.Allocation{a, b, c}, 30, 30}}},
+		{"replaced allocation counts as a removal", 15, []read{{[]*structs.Allocation{a, b}, 20, 15}, {[]*structs.Allocation{a, c}, 31, 31}}},
+		{"older restored state goes back", 50, []read{{[]*structs.Allocation{a, b}, 20, 20}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &nodeAllocsWatch{minIndex: tc.minIndex}
+			for i, r := range tc.reads {
+				if got := w.index(r.allocs, r.table); got != r.want {
+					t.Fatalf("read %d: index %d, want %d", i, got, r.want)
+				}
+			}
+		})
+	}
+}

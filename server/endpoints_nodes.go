@@ -164,15 +164,25 @@ func (s *Server) NodeGet(ctx context.Context, nodeID string, q *structs.QueryOpt
 }
 
 // NodeAllocations returns every allocation on a node, as a blocking query
-// that wakes only when one of them changes; it is the client's watch. The
-// index is the highest ModifyIndex among them (at least 1).
+// that wakes only when one of them changes or is removed; it is the
+// client's watch. Its index is nodeAllocsWatch's: the highest ModifyIndex
+// among them, raised when one is removed (garbage collection), and never
+// below MinQueryIndex except after a restore to an older state.
 func (s *Server) NodeAllocations(ctx context.Context, nodeID string, q *structs.QueryOptions) ([]*structs.Allocation, structs.QueryMeta, error) {
+	w := &nodeAllocsWatch{}
+	if q != nil {
+		w.minIndex = q.MinQueryIndex
+	}
 	resp, meta, err := s.blockingQuery(ctx, q, func(ws memdb.WatchSet, st *state.StateStore) (interface{}, uint64, error) {
 		allocs, err := st.AllocsByNode(ws, nodeID)
 		if err != nil {
 			return nil, 0, err
 		}
-		return allocs, maxAllocModifyIndex(allocs), nil
+		table, err := st.Index(state.TableAllocs)
+		if err != nil {
+			return nil, 0, err
+		}
+		return allocs, w.index(allocs, table), nil
 	})
 	if err != nil {
 		return nil, meta, err
