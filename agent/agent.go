@@ -93,6 +93,7 @@ func (a *Agent) start() error {
 			Datacenter:      cfg.Datacenter,
 			HTTPAddr:        cfg.HTTPAdvertiseAddr(cfg.HTTPAddr()),
 			Logger:          a.logger.Named("server"),
+			GC:              cfg.Server.gcConfig(),
 		}
 		if !cfg.DevMode {
 			// Servers find each other over gossip; a dev agent is alone.

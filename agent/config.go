@@ -87,6 +87,14 @@ type ServerConfig struct {
 	// prints. Every server must use the same key. Empty means no
 	// encryption.
 	Encrypt string `hcl:"encrypt,optional"`
+	// The garbage collector's settings (config_gc.go), durations such as
+	// "4h" named as in Nomad. Empty means the server's default (see
+	// server.GCConfig).
+	JobGCInterval        string `hcl:"job_gc_interval,optional"`
+	EvalGCThreshold      string `hcl:"eval_gc_threshold,optional"`
+	BatchEvalGCThreshold string `hcl:"batch_eval_gc_threshold,optional"`
+	JobGCThreshold       string `hcl:"job_gc_threshold,optional"`
+	NodeGCThreshold      string `hcl:"node_gc_threshold,optional"`
 }
 
 // ClientConfig enables and tunes the client role.
@@ -247,6 +255,7 @@ func (c *Config) Merge(o *Config) {
 		if s.Encrypt != "" {
 			c.Server.Encrypt = s.Encrypt
 		}
+		c.Server.mergeGC(s)
 	}
 	if cl := o.Client; cl != nil {
 		c.Client.Enabled = c.Client.Enabled || cl.Enabled
@@ -305,6 +314,7 @@ func (c *Config) Validate() error {
 		p = append(p, fmt.Sprintf("server.bootstrap_expect: must be at least 1, got %d", c.Server.BootstrapExpect))
 	}
 	p = append(p, c.validateCluster()...)
+	p = append(p, c.Server.validateGC()...)
 	if c.Client.DevGPUs != nil && (*c.Client.DevGPUs < 0 || *c.Client.DevGPUs > 64) {
 		p = append(p, fmt.Sprintf("client.dev_gpus: must be between 0 and 64, got %d", *c.Client.DevGPUs))
 	}
