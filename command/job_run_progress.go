@@ -35,16 +35,19 @@ type progressRow struct {
 // watchStart follows the allocations evalID placed for jobID until every
 // task has started (running) or the allocation is finished, printing a
 // table of their tasks. With redraw the table is rewritten in place (a
-// terminal); otherwise each change prints as a line. It returns 0, or 1
-// when an allocation failed or watching was interrupted.
+// terminal); otherwise each change prints as a line. The caller has seen
+// evalID complete, so its allocations are already in the state: when it
+// placed none (a group of count 0, an unchanged job) or every one of them
+// is being stopped, there is nothing to wait for and it returns at once.
+// It returns 0, or 1 when an allocation failed or watching was interrupted.
 func (m *Meta) watchStart(ctx context.Context, client *api.Client, jobID, evalID string, redraw bool) int {
 	ctx, cancel := context.WithTimeout(ctx, progressLimit)
 	defer cancel()
-	m.UI.Info(fmt.Sprintf("==> %s: Waiting for tasks to start (Ctrl-C stops watching; the job keeps running)", m.timestamp()))
 	var (
 		index     uint64
 		lastLines int
 		last      = map[string]string{} // alloc/task -> state
+		announced bool
 	)
 	for {
 		allocs, meta, err := client.Jobs().Allocations(jobID, &api.QueryOptions{WaitIndex: index, WaitTime: monitorWait, Context: ctx})
@@ -60,8 +63,20 @@ func (m *Meta) watchStart(ctx context.Context, client *api.Client, jobID, evalID
 				mine = append(mine, a)
 			}
 		}
+		if len(mine) == 0 {
+			m.UI.Info(fmt.Sprintf("==> %s: Evaluation %q has no allocations: no tasks to wait for", m.timestamp(), shortID(evalID)))
+			return 0
+		}
 		sort.Slice(mine, func(i, j int) bool { return mine[i].Name < mine[j].Name })
 		rows, done, failed := progressRows(mine)
+		if done && !failed && allStopping(mine) {
+			m.UI.Info(fmt.Sprintf("==> %s: Every allocation of evaluation %q is being stopped: no tasks to wait for", m.timestamp(), shortID(evalID)))
+			return 0
+		}
+		if !announced {
+			m.UI.Info(fmt.Sprintf("==> %s: Waiting for tasks to start (Ctrl-C stops watching; the job keeps running)", m.timestamp()))
+			announced = true
+		}
 		if redraw {
 			out := table([]string{"Alloc", "Group", "Node", "Task", "State", "Restarts", "GPUs"}, rowStrings(rows))
 			if lastLines > 0 {
@@ -84,7 +99,7 @@ func (m *Meta) watchStart(ctx context.Context, client *api.Client, jobID, evalID
 				}
 			}
 		}
-		if done && len(rows) > 0 {
+		if done {
 			if failed {
 				m.UI.Error(fmt.Sprintf("==> %s: Some tasks failed; see gpulayer alloc status", m.timestamp()))
 				return 1
@@ -99,11 +114,29 @@ func (m *Meta) watchStart(ctx context.Context, client *api.Client, jobID, evalID
 	}
 }
 
+// stopping reports whether the server has told a to stop or be evicted: its
+// tasks that have not started never will.
+func stopping(a *api.Allocation) bool {
+	return a.DesiredStatus == api.AllocDesiredStatusStop || a.DesiredStatus == api.AllocDesiredStatusEvict
+}
+
+// allStopping reports whether every allocation of allocs is stopping.
+func allStopping(allocs []*api.Allocation) bool {
+	for _, a := range allocs {
+		if !stopping(a) {
+			return false
+		}
+	}
+	return true
+}
+
 // progressRows lists each task of allocs with its state. done is true when
-// every task is running or dead; failed when one failed.
+// every task is running or dead, or belongs to an allocation that is being
+// stopped (nothing will start there); failed when one failed.
 func progressRows(allocs []*api.Allocation) (rows []progressRow, done, failed bool) {
 	done = true
 	for _, a := range allocs {
+		waits := !stopping(a)
 		var gpus []string
 		if a.AllocatedResources != nil {
 			for _, t := range sortedKeys(a.AllocatedResources.Tasks) {
@@ -126,7 +159,7 @@ func progressRows(allocs []*api.Allocation) (rows []progressRow, done, failed bo
 		}
 		if len(tasks) == 0 && !a.ClientTerminalStatus() {
 			// Not yet received by its client: nothing to name yet.
-			done = false
+			done = done && !waits
 			rows = append(rows, progressRow{alloc: shortID(a.ID), group: a.TaskGroup, node: node, task: "<none>", state: a.ClientStatus, restarts: "0", gpus: orNone(strings.Join(gpus, ","))})
 		}
 		for _, t := range tasks {
@@ -139,7 +172,7 @@ func progressRows(allocs []*api.Allocation) (rows []progressRow, done, failed bo
 				}
 			}
 			if state == "pending" || state == "" {
-				done = false
+				done = done && !waits
 			}
 			rows = append(rows, progressRow{alloc: shortID(a.ID), group: a.TaskGroup, node: node, task: t, state: state, restarts: restarts, gpus: orNone(strings.Join(gpus, ","))})
 		}

@@ -44,4 +44,47 @@ func TestProgressRows(t *testing.T) {
 	if _, done, _ := progressRows([]*api.Allocation{failed, pending}); done {
 		t.Fatal("a pending allocation without task states counts as started")
 	}
+	stopped := *pending
+	stopped.DesiredStatus = api.AllocDesiredStatusStop
+	if _, done, _ := progressRows([]*api.Allocation{&stopped}); !done {
+		t.Fatal("a pending allocation that is being stopped is still waited for")
+	}
+}
+
+// TestJobRunProgressNothingToWaitFor runs job run -progress where the
+// evaluation completes without allocations to start: none placed (a group
+// of count 0), or all of them being stopped. Each must return 0 after the
+// evaluation instead of waiting for tasks until the progress deadline.
+func TestJobRunProgressNothingToWaitFor(t *testing.T) {
+	const evalID = "2b3c4d5e-0000-0000-0000-000000000000"
+	cases := []struct {
+		name   string
+		allocs func(f *fakeAPI)
+		want   string
+	}{
+		{"none placed", func(f *fakeAPI) {}, `Evaluation "2b3c4d5e" has no allocations: no tasks to wait for`},
+		{"all stopping", func(f *fakeAPI) {
+			f.allocs["cccc0000-0000"] = &api.Allocation{ID: "cccc0000-0000", EvalID: evalID, Name: "hello-gpu.gpu[0]",
+				JobID: "hello-gpu", TaskGroup: "gpu", DesiredStatus: api.AllocDesiredStatusStop, ClientStatus: "pending"}
+		}, `Every allocation of evaluation "2b3c4d5e" is being stopped: no tasks to wait for`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAPI()
+			f.registerEval = evalID
+			f.evalSteps[evalID] = []*api.Evaluation{{ID: evalID, JobID: "hello-gpu", Status: "complete", QueuedAllocations: map[string]int{"gpu": 0}}}
+			tc.allocs(f)
+			ts := f.serve(t)
+			r := runCmd(t, ts.URL, "job", "run", "-progress", writeFile(t, "job.hcl", goodJob))
+			if r.code != 0 {
+				t.Fatalf("exit %d: out %q err %q", r.code, r.out, r.err)
+			}
+			if !strings.Contains(r.out, tc.want) {
+				t.Errorf("output lacks %q:\n%s", tc.want, r.out)
+			}
+			if strings.Contains(r.out, "Waiting for tasks to start") {
+				t.Errorf("waits for tasks although there are none to start:\n%s", r.out)
+			}
+		})
+	}
 }
