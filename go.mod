@@ -26,6 +26,7 @@ require (
 	github.com/prometheus/common v0.66.1
 	github.com/zclconf/go-cty v1.19.0
 	go.etcd.io/bbolt v1.5.0
+	golang.org/x/term v0.43.0
 )
 
 require (

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
+	"golang.org/x/term"
 )
 
 // progressLimit bounds how long job run watches tasks start: long enough
@@ -17,15 +18,20 @@ import (
 const progressLimit = 5 * time.Minute
 
 // terminal reports whether the command writes to the process's stdout and
-// that is a terminal, where job run redraws its progress table in place.
+// that is a terminal, where job run shows its progress by default and
+// redraws the table in place. A character device that is not a terminal,
+// such as /dev/null, does not count: term.IsTerminal asks the terminal
+// driver (an ioctl such as TCGETS), as isatty(3) does.
 func (m *Meta) terminal() bool {
 	f, ok := m.Stdout.(*os.File)
 	if !ok || f != os.Stdout {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return isTerminal(f)
 }
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
 
 // progressRow is one task of one allocation in the progress table.
 type progressRow struct {

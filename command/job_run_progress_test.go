@@ -1,9 +1,12 @@
 package command
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/creack/pty"
 	"github.com/gpulayer/gpulayer/nomadish/api"
 )
 
@@ -84,6 +87,58 @@ func TestJobRunProgressNothingToWaitFor(t *testing.T) {
 			}
 			if strings.Contains(r.out, "Waiting for tasks to start") {
 				t.Errorf("waits for tasks although there are none to start:\n%s", r.out)
+			}
+		})
+	}
+}
+
+// TestTerminal checks that only a real terminal turns progress on: a pty
+// counts, while /dev/null (a character device), a regular file and a pipe
+// do not.
+func TestTerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pty on this host: %v", err)
+	}
+	t.Cleanup(func() { ptmx.Close(); tty.Close() })
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { devNull.Close() })
+	regular, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { regular.Close() })
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pr.Close(); pw.Close() })
+
+	cases := []struct {
+		name string
+		f    *os.File
+		want bool
+	}{
+		{"pty", tty, true},
+		{"dev null", devNull, false},
+		{"regular file", regular, false},
+		{"pipe", pw, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := isTerminal(tc.f); got != tc.want {
+				t.Errorf("isTerminal = %v, want %v", got, tc.want)
+			}
+			// terminal() looks at the process's stdout.
+			saved := os.Stdout
+			os.Stdout = tc.f
+			defer func() { os.Stdout = saved }()
+			m := &Meta{Stdout: tc.f}
+			if got := m.terminal(); got != tc.want {
+				t.Errorf("terminal() with stdout on %s = %v, want %v", tc.name, got, tc.want)
 			}
 		})
 	}
