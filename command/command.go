@@ -4,9 +4,11 @@
 package command
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/cli"
@@ -23,16 +25,24 @@ func Run(args []string) int {
 // run builds the CLI around m and runs it.
 func run(args []string, m *Meta) int {
 	m.init()
+	// hashicorp/cli renders a command's help from a template, which writes
+	// each piece (a name, its padding, a synopsis) as a separate Write.
+	// Collect the whole text and hand it to the UI once it is complete:
+	// a Ui.Error per Write would end every piece with a newline.
+	var help bytes.Buffer
 	c := &cli.CLI{
 		Name:         "gpulayer",
 		Version:      versionString(),
 		Args:         args,
 		Commands:     commands(m),
-		HelpWriter:   m.errWriter(),
-		ErrorWriter:  m.errWriter(),
+		HelpWriter:   &help,
+		ErrorWriter:  &help,
 		Autocomplete: false,
 	}
 	code, err := c.Run()
+	if text := strings.TrimRight(help.String(), "\n"); text != "" {
+		m.UI.Error(text)
+	}
 	if err != nil {
 		m.UI.Error(fmt.Sprintf("Error executing CLI: %v", err))
 		return 1
@@ -121,7 +131,8 @@ func (m *Meta) init() {
 	}
 }
 
-// errWriter writes to the UI's error output.
+// errWriter writes to the UI's error output; flag sets print their errors
+// there, one line per Write.
 func (m *Meta) errWriter() io.Writer { return uiErrorWriter{m.UI} }
 
 // uiErrorWriter sends writes to Ui.Error, one call per write without the

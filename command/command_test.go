@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,93 @@ func TestVersion(t *testing.T) {
 	r := runCmd(t, api.DefaultAddress, "version")
 	if r.code != 0 || !strings.HasPrefix(r.out, "GPUlayer v"+Version+" (go") {
 		t.Fatalf("exit %d out %q", r.code, r.out)
+	}
+}
+
+// TestGroupHelp checks that a group command's help (job -h, alloc -h, ...)
+// lists each subcommand on one line, "    name   synopsis", with the
+// synopses aligned.
+func TestGroupHelp(t *testing.T) {
+	groups := []string{"job", "alloc", "node", "system", "server", "event", "operator", "operator raft"}
+	all := commands(&Meta{})
+	for _, group := range groups {
+		t.Run(group, func(t *testing.T) {
+			r := runCmd(t, api.DefaultAddress, append(strings.Fields(group), "-h")...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.err)
+			}
+			if !strings.Contains(r.err, "Usage: gpulayer "+group+" <subcommand>") || !strings.Contains(r.err, "\n\nSubcommands:\n") {
+				t.Fatalf("help lacks usage or subcommand list:\n%s", r.err)
+			}
+			column := -1
+			n := 0
+			for key, factory := range all {
+				name, ok := strings.CutPrefix(key, group+" ")
+				if !ok || strings.Contains(name, " ") {
+					continue
+				}
+				cmd, err := factory()
+				if err != nil {
+					t.Fatal(err)
+				}
+				line := regexp.MustCompile(`(?m)^    ` + regexp.QuoteMeta(name) + ` +` + regexp.QuoteMeta(cmd.Synopsis()) + `$`).FindString(r.err)
+				if line == "" {
+					t.Errorf("no line %q ... %q in:\n%s", "    "+name, cmd.Synopsis(), r.err)
+					continue
+				}
+				if col := strings.Index(line, cmd.Synopsis()); column >= 0 && col != column {
+					t.Errorf("synopsis of %q starts at column %d, others at %d:\n%s", name, col, column, r.err)
+				} else {
+					column = col
+				}
+				n++
+			}
+			if n == 0 {
+				t.Fatalf("group %q has no subcommands", group)
+			}
+		})
+	}
+	// The example from the bug report, exactly.
+	r := runCmd(t, api.DefaultAddress, "job", "-h")
+	if !strings.Contains(r.err, "\n    run       Run a new job or update an existing job\n") {
+		t.Errorf("job -h:\n%s", r.err)
+	}
+}
+
+// TestGroupUnknownSubcommand checks that a group command run with a word
+// that names none of its subcommands says so before its help, and that the
+// group alone prints its help; both exit 1.
+func TestGroupUnknownSubcommand(t *testing.T) {
+	cases := []struct {
+		args    []string
+		want    string
+		wantNot string
+	}{
+		{[]string{"system", "bogus"}, `unknown subcommand "bogus"`, ""},
+		{[]string{"operator", "raft", "nope"}, `unknown subcommand "nope"`, ""},
+		{[]string{"job", "-x"}, `unknown flag "-x"`, ""},
+		{[]string{"system"}, "", "unknown"},
+		{[]string{"alloc"}, "", "unknown"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := runCmd(t, api.DefaultAddress, tc.args...)
+			if r.code != 1 {
+				t.Fatalf("exit %d, want 1; err %q", r.code, r.err)
+			}
+			usage := "Usage: gpulayer " + strings.Join(tc.args[:len(tc.args)-1], " ")
+			if len(tc.args) == 1 {
+				usage = "Usage: gpulayer " + tc.args[0]
+			}
+			if !strings.Contains(r.err, usage) || !strings.Contains(r.err, "Subcommands:") {
+				t.Errorf("stderr lacks %q and the subcommand list:\n%s", usage, r.err)
+			}
+			if tc.want != "" && !strings.HasPrefix(r.err, tc.want) {
+				t.Errorf("stderr does not start with %q:\n%s", tc.want, r.err)
+			}
+			if tc.wantNot != "" && strings.Contains(r.err, tc.wantNot) {
+				t.Errorf("stderr has %q:\n%s", tc.wantNot, r.err)
+			}
+		})
 	}
 }

@@ -156,5 +156,5 @@ Usage: gpulayer event <subcommand> [options]
 // Synopsis returns a one-line description.
 func (c *EventCommand) Synopsis() string { return "Interact with the event stream" }
 
-// Run prints help.
-func (c *EventCommand) Run(args []string) int { return cli.RunResultHelp }
+// Run prints help; see groupRun.
+func (c *EventCommand) Run(args []string) int { return c.Meta.groupRun(args) }

@@ -26,8 +26,8 @@ Usage: gpulayer operator <subcommand> [options] [args]
 // Synopsis returns a one-line description.
 func (c *OperatorCommand) Synopsis() string { return "Operate an HA cluster" }
 
-// Run prints help.
-func (c *OperatorCommand) Run(args []string) int { return cli.RunResultHelp }
+// Run prints help; see groupRun.
+func (c *OperatorCommand) Run(args []string) int { return c.Meta.groupRun(args) }
 
 // OperatorRaftCommand groups the operator raft subcommands.
 type OperatorRaftCommand struct{ Meta *Meta }
@@ -44,8 +44,8 @@ Usage: gpulayer operator raft <subcommand> [options]
 // Synopsis returns a one-line description.
 func (c *OperatorRaftCommand) Synopsis() string { return "Inspect and change the Raft peer set" }
 
-// Run prints help.
-func (c *OperatorRaftCommand) Run(args []string) int { return cli.RunResultHelp }
+// Run prints help; see groupRun.
+func (c *OperatorRaftCommand) Run(args []string) int { return c.Meta.groupRun(args) }
 
 // OperatorSnapshotCommand groups the operator snapshot subcommands.
 type OperatorSnapshotCommand struct{ Meta *Meta }
@@ -63,8 +63,8 @@ Usage: gpulayer operator snapshot <subcommand> [options] FILE
 // Synopsis returns a one-line description.
 func (c *OperatorSnapshotCommand) Synopsis() string { return "Save and restore the cluster state" }
 
-// Run prints help.
-func (c *OperatorSnapshotCommand) Run(args []string) int { return cli.RunResultHelp }
+// Run prints help; see groupRun.
+func (c *OperatorSnapshotCommand) Run(args []string) int { return c.Meta.groupRun(args) }
 
 // OperatorGossipCommand groups the operator gossip subcommands.
 type OperatorGossipCommand struct{ Meta *Meta }
@@ -81,8 +81,8 @@ Usage: gpulayer operator gossip <subcommand>
 // Synopsis returns a one-line description.
 func (c *OperatorGossipCommand) Synopsis() string { return "Manage gossip encryption" }
 
-// Run prints help.
-func (c *OperatorGossipCommand) Run(args []string) int { return cli.RunResultHelp }
+// Run prints help; see groupRun.
+func (c *OperatorGossipCommand) Run(args []string) int { return c.Meta.groupRun(args) }
 
 // GossipKeySize is the size of a key from `operator gossip keygen`: 32
 // bytes, for AES-256-GCM (memberlist accepts 16, 24 or 32).

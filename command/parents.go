@@ -1,6 +1,7 @@
 package command
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/hashicorp/cli"
@@ -22,8 +23,8 @@ Usage: gpulayer job <subcommand> [options] [args]
 // Synopsis returns a one-line description.
 func (c *JobCommand) Synopsis() string { return "Interact with jobs" }
 
-// Run prints help.
-func (c *JobCommand) Run(args []string) int { return cli.RunResultHelp }
+// Run prints help; see groupRun.
+func (c *JobCommand) Run(args []string) int { return c.Meta.groupRun(args) }
 
 // AllocCommand groups the alloc subcommands; run alone it prints help.
 type AllocCommand struct{ Meta *Meta }
@@ -40,8 +41,8 @@ Usage: gpulayer alloc <subcommand> [options] [args]
 // Synopsis returns a one-line description.
 func (c *AllocCommand) Synopsis() string { return "Interact with allocations" }
 
-// Run prints help.
-func (c *AllocCommand) Run(args []string) int { return cli.RunResultHelp }
+// Run prints help; see groupRun.
+func (c *AllocCommand) Run(args []string) int { return c.Meta.groupRun(args) }
 
 // NodeCommand groups the node subcommands; run alone it prints help.
 type NodeCommand struct{ Meta *Meta }
@@ -58,5 +59,22 @@ Usage: gpulayer node <subcommand> [options] [args]
 // Synopsis returns a one-line description.
 func (c *NodeCommand) Synopsis() string { return "Interact with nodes" }
 
-// Run prints help.
-func (c *NodeCommand) Run(args []string) int { return cli.RunResultHelp }
+// Run prints help; see groupRun.
+func (c *NodeCommand) Run(args []string) int { return c.Meta.groupRun(args) }
+
+// groupRun is the Run of a command that only groups subcommands (job,
+// alloc, system, ...). hashicorp/cli hands it the arguments after the
+// longest command it found, so a first argument is a word that names no
+// subcommand (gpulayer system bogus) or a flag given before one: it says
+// which, and in every case asks for the group's help, which lists the
+// subcommands; the exit code is then 1.
+func (m *Meta) groupRun(args []string) int {
+	switch {
+	case len(args) == 0:
+	case strings.HasPrefix(args[0], "-"):
+		m.UI.Error(fmt.Sprintf("unknown flag %q: name a subcommand first, then its options", args[0]))
+	default:
+		m.UI.Error(fmt.Sprintf("unknown subcommand %q", args[0]))
+	}
+	return cli.RunResultHelp
+}

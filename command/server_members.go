@@ -24,8 +24,8 @@ Usage: gpulayer server <subcommand> [options] [args]
 // Synopsis returns a one-line description.
 func (c *ServerCommand) Synopsis() string { return "Interact with the servers of a cluster" }
 
-// Run prints help.
-func (c *ServerCommand) Run(args []string) int { return cli.RunResultHelp }
+// Run prints help; see groupRun.
+func (c *ServerCommand) Run(args []string) int { return c.Meta.groupRun(args) }
 
 // ServerMembersCommand lists the servers the agent knows through gossip.
 type ServerMembersCommand struct{ Meta *Meta }

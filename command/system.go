@@ -22,8 +22,8 @@ Usage: gpulayer system <subcommand> [options]
 // Synopsis returns a one-line description.
 func (c *SystemCommand) Synopsis() string { return "Interact with the system API" }
 
-// Run prints help.
-func (c *SystemCommand) Run(args []string) int { return cli.RunResultHelp }
+// Run prints help; see groupRun.
+func (c *SystemCommand) Run(args []string) int { return c.Meta.groupRun(args) }
 
 // SystemGCCommand forces a garbage collection (PUT /v1/system/gc).
 type SystemGCCommand struct{ Meta *Meta }
