@@ -1,13 +1,14 @@
 package docker
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/structs"
 )
 
 // taskConfig is the docker driver's config block:
@@ -41,107 +42,126 @@ type portMapping struct {
 	Proto         string
 }
 
+// mountKeys are the keys of one block of a docker task's "mounts" list.
+var mountKeys = []string{"source", "target", "readonly"}
+
 type mountSpec struct {
-	// Source is the absolute host path, checked to be in the alloc dir.
+	// Source is the mount's source: as written after checkConfig, the
+	// absolute host path checked to be in the alloc dir after parseConfig.
 	Source   string
 	Target   string
 	ReadOnly bool
 }
 
-var knownKeys = map[string]bool{"image": true, "command": true, "args": true, "work_dir": true, "ports": true, "mounts": true, "labels": true}
+// configKeys are the keys a docker task's config block may hold.
+var configKeys = []string{"image", "command", "args", "work_dir", "ports", "mounts", "labels"}
 
-// parseConfig reads and checks a task's config map against allocDir.
-// Every error wraps driver.ErrInvalidConfig and names the key (and the
-// mount or port by its position and value).
+func init() {
+	structs.RegisterDriverConfigValidator(Name, ValidateConfig)
+}
+
+// ValidateConfig is the docker driver's structs.DriverConfigValidator,
+// run by servers when a job is registered or planned. It applies the
+// rules StartTask applies on the client, less those that need the
+// client's filesystem: every key and its kind, ports, labels, and mounts
+// whose relative source climbs out of the allocation directory ("..");
+// an absolute source, and symlinks, are checked on the client against the
+// allocation directory, which does not exist yet. res is not used: the
+// docker driver has no resource-dependent keys. Its errors name the key
+// and do not wrap driver.ErrInvalidConfig.
+func ValidateConfig(cfg map[string]interface{}, _ *structs.Resources) error {
+	_, err := checkConfig(cfg)
+	return err
+}
+
+// parseConfig reads and checks a task's config map against allocDir,
+// resolving each mount's source inside it. Every error wraps
+// driver.ErrInvalidConfig and names the key (and the mount or port by its
+// position and value).
 func parseConfig(m map[string]interface{}, allocDir string) (*taskConfig, error) {
-	var unknown []string
-	for k := range m {
-		if !knownKeys[k] {
-			unknown = append(unknown, k)
-		}
+	tc, err := checkConfig(m)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", driver.ErrInvalidConfig, err)
 	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, fmt.Errorf("%w: unknown key %q (the docker driver accepts image, command, args, work_dir, ports, mounts and labels)", driver.ErrInvalidConfig, unknown[0])
+	for i := range tc.Mounts {
+		src := tc.Mounts[i].Source
+		abs, err := insideDir(allocDir, src)
+		if err != nil {
+			return nil, fmt.Errorf("%w: key \"mounts\": mount %q (element %d) is refused: %v", driver.ErrInvalidConfig, src, i, err)
+		}
+		tc.Mounts[i].Source = abs
+	}
+	return tc, nil
+}
+
+// checkConfig is parseConfig's pure part, shared by the client
+// (StartTask) and the servers (ValidateConfig): mount sources are left as
+// written. Its errors name the key and describe a wrong value with
+// driver.DescribeValue.
+func checkConfig(m map[string]interface{}) (*taskConfig, error) {
+	if err := driver.CheckKeys(m, configKeys, "the docker driver"); err != nil {
+		return nil, err
 	}
 	var tc taskConfig
-	img, ok := m["image"].(string)
+	raw, ok := m["image"]
+	if !ok {
+		return nil, errors.New(`key "image" is required`)
+	}
+	img, ok := raw.(string)
 	if !ok || strings.TrimSpace(img) == "" {
-		return nil, fmt.Errorf("%w: key \"image\" is required and must be a non-empty string, got %v", driver.ErrInvalidConfig, m["image"])
+		return nil, fmt.Errorf(`key "image" must be a non-empty string, got %s`, driver.DescribeValue(raw))
 	}
 	tc.Image = img
 	if raw, ok := m["command"]; ok {
 		s, ok := raw.(string)
 		if !ok {
-			return nil, fmt.Errorf("%w: key \"command\" must be a string, got %T", driver.ErrInvalidConfig, raw)
+			return nil, fmt.Errorf(`key "command" must be a string, got %s`, driver.DescribeValue(raw))
 		}
 		tc.Command = s
 	}
 	var err error
-	if tc.Args, err = stringList(m, "args"); err != nil {
+	if tc.Args, err = driver.StringList(m, "args"); err != nil {
 		return nil, err
 	}
 	if raw, ok := m["work_dir"]; ok {
 		s, ok := raw.(string)
 		if !ok || !strings.HasPrefix(s, "/") {
-			return nil, fmt.Errorf("%w: key \"work_dir\" must be an absolute path in the container, got %v", driver.ErrInvalidConfig, raw)
+			return nil, fmt.Errorf(`key "work_dir" must be an absolute path in the container, got %s`, driver.DescribeValue(raw))
 		}
 		tc.WorkDir = s
 	}
-	ports, err := stringList(m, "ports")
+	ports, err := driver.StringList(m, "ports")
 	if err != nil {
 		return nil, err
 	}
 	for i, p := range ports {
 		pm, err := parsePort(p)
 		if err != nil {
-			return nil, fmt.Errorf("%w: key \"ports\": element %d %q: %v", driver.ErrInvalidConfig, i, p, err)
+			return nil, fmt.Errorf(`key "ports": element %d %q: %v`, i, p, err)
 		}
 		tc.Ports = append(tc.Ports, pm)
 	}
-	if tc.Mounts, err = parseMounts(m["mounts"], allocDir); err != nil {
+	if tc.Mounts, err = checkMounts(m["mounts"]); err != nil {
 		return nil, err
 	}
 	if raw, ok := m["labels"]; ok && raw != nil {
 		lm, ok := raw.(map[string]interface{})
 		if !ok {
-			return nil, fmt.Errorf("%w: key \"labels\" must be a map of strings, got %T", driver.ErrInvalidConfig, raw)
+			return nil, fmt.Errorf(`key "labels" must be a map of strings, got %s`, driver.DescribeValue(raw))
 		}
 		tc.Labels = map[string]string{}
 		for k, v := range lm {
 			s, ok := v.(string)
 			if !ok {
-				return nil, fmt.Errorf("%w: key \"labels\": label %q must be a string, got %T", driver.ErrInvalidConfig, k, v)
+				return nil, fmt.Errorf(`key "labels": label %q must be a string, got %s`, k, driver.DescribeValue(v))
 			}
 			if strings.HasPrefix(k, labelPrefix) {
-				return nil, fmt.Errorf("%w: key \"labels\": label %q uses the reserved prefix %q", driver.ErrInvalidConfig, k, labelPrefix)
+				return nil, fmt.Errorf(`key "labels": label %q uses the reserved prefix %q`, k, labelPrefix)
 			}
 			tc.Labels[k] = s
 		}
 	}
 	return &tc, nil
-}
-
-func stringList(m map[string]interface{}, key string) ([]string, error) {
-	raw, ok := m[key]
-	if !ok || raw == nil {
-		return nil, nil
-	}
-	switch v := raw.(type) {
-	case []string:
-		return append([]string(nil), v...), nil
-	case []interface{}:
-		out := make([]string, 0, len(v))
-		for i, a := range v {
-			s, ok := a.(string)
-			if !ok {
-				return nil, fmt.Errorf("%w: key %q: element %d must be a string, got %T", driver.ErrInvalidConfig, key, i, a)
-			}
-			out = append(out, s)
-		}
-		return out, nil
-	}
-	return nil, fmt.Errorf("%w: key %q must be a list of strings, got %T", driver.ErrInvalidConfig, key, raw)
 }
 
 // parsePort reads "[ip:]host:container[/proto]" or "container[/proto]"
@@ -187,10 +207,12 @@ func parsePort(s string) (portMapping, error) {
 	return pm, nil
 }
 
-// parseMounts reads the "mounts" list. Each source must resolve (after
-// cleaning, and following symlinks where it exists) to a path inside
-// allocDir.
-func parseMounts(raw interface{}, allocDir string) ([]mountSpec, error) {
+// checkMounts reads the "mounts" list: blocks of source, target and
+// readonly. A source must be non-empty and, when relative, must not climb
+// out of the allocation directory ("../x"); the target must be an
+// absolute path. Sources are returned as written; parseConfig resolves
+// them against the allocation directory.
+func checkMounts(raw interface{}) ([]mountSpec, error) {
 	if raw == nil {
 		return nil, nil
 	}
@@ -201,38 +223,35 @@ func parseMounts(raw interface{}, allocDir string) ([]mountSpec, error) {
 				list = append(list, m)
 			}
 		} else {
-			return nil, fmt.Errorf("%w: key \"mounts\" must be a list of {source, target, readonly} blocks, got %T", driver.ErrInvalidConfig, raw)
+			return nil, fmt.Errorf(`key "mounts" must be a list of {source, target, readonly} blocks, got %s`, driver.DescribeValue(raw))
 		}
 	}
 	var out []mountSpec
 	for i, el := range list {
 		m, ok := el.(map[string]interface{})
 		if !ok {
-			return nil, fmt.Errorf("%w: key \"mounts\": element %d must be a {source, target, readonly} block, got %T", driver.ErrInvalidConfig, i, el)
+			return nil, fmt.Errorf(`key "mounts": element %d must be a {source, target, readonly} block, got %s`, i, driver.DescribeValue(el))
 		}
-		for k := range m {
-			if k != "source" && k != "target" && k != "readonly" {
-				return nil, fmt.Errorf("%w: key \"mounts\": element %d: unknown key %q", driver.ErrInvalidConfig, i, k)
-			}
+		if err := driver.CheckKeys(m, mountKeys, "a mount"); err != nil {
+			return nil, fmt.Errorf(`key "mounts": element %d: %w`, i, err)
 		}
 		src, _ := m["source"].(string)
 		dst, _ := m["target"].(string)
 		if src == "" || !strings.HasPrefix(dst, "/") {
-			return nil, fmt.Errorf("%w: key \"mounts\": element %d needs a source and an absolute target, got source %v target %v", driver.ErrInvalidConfig, i, m["source"], m["target"])
+			return nil, fmt.Errorf(`key "mounts": element %d needs a source and an absolute target, got source %s and target %s`, i, driver.DescribeValue(m["source"]), driver.DescribeValue(m["target"]))
 		}
 		ro := false
 		if v, ok := m["readonly"]; ok {
 			b, ok := v.(bool)
 			if !ok {
-				return nil, fmt.Errorf("%w: key \"mounts\": element %d: readonly must be a bool, got %T", driver.ErrInvalidConfig, i, v)
+				return nil, fmt.Errorf(`key "mounts": element %d: readonly must be true or false, got %s`, i, driver.DescribeValue(v))
 			}
 			ro = b
 		}
-		abs, err := insideDir(allocDir, src)
-		if err != nil {
-			return nil, fmt.Errorf("%w: key \"mounts\": mount %q (element %d) is refused: %v", driver.ErrInvalidConfig, src, i, err)
+		if c := filepath.Clean(src); !filepath.IsAbs(c) && (c == ".." || strings.HasPrefix(c, "../")) {
+			return nil, fmt.Errorf(`key "mounts": mount %q (element %d) is refused: it climbs out of the allocation directory; only paths inside it can be mounted`, src, i)
 		}
-		out = append(out, mountSpec{Source: abs, Target: dst, ReadOnly: ro})
+		out = append(out, mountSpec{Source: src, Target: dst, ReadOnly: ro})
 	}
 	return out, nil
 }

@@ -123,6 +123,11 @@ func FuzzParseConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, image, port, src, dst string) {
 		m := map[string]interface{}{"image": image, "ports": []interface{}{port}, "mounts": []interface{}{map[string]interface{}{"source": src, "target": dst}}}
 		tc, err := parseConfig(m, alloc)
+		if err == nil {
+			if verr := ValidateConfig(m, nil); verr != nil {
+				t.Fatalf("the client accepts %v but the server refuses it: %v", m, verr)
+			}
+		}
 		if err != nil {
 			if !errors.Is(err, driver.ErrInvalidConfig) {
 				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)

@@ -1,15 +1,15 @@
 package native
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 	"syscall"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/structs"
 )
 
 // DefaultPath is the PATH a task gets when its environment has none.
@@ -31,60 +31,85 @@ type taskConfig struct {
 // configKeys are the keys a native task's config block may hold.
 var configKeys = []string{"command", "args", "user", "cpu_hard_limit"}
 
+func init() {
+	structs.RegisterDriverConfigValidator(Name, ValidateConfig)
+}
+
+// ValidateConfig is the native driver's structs.DriverConfigValidator,
+// run by servers when a job is registered or planned. It applies the
+// rules StartTask applies on the client, less those that need the
+// client's filesystem (whether the command exists and is executable, and
+// whether the user exists): the keys, their kinds, and that
+// cpu_hard_limit = true comes with a CPU resource above 0 MHz. Its errors
+// name the key and do not wrap driver.ErrInvalidConfig.
+func ValidateConfig(cfg map[string]interface{}, res *structs.Resources) error {
+	tc, err := checkConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var cpu int64
+	if res != nil {
+		cpu = int64(res.CPU)
+	}
+	return checkHardLimit(tc, cpu)
+}
+
 // parseConfig reads and checks a task's config map. Every error wraps
 // driver.ErrInvalidConfig and names the offending key.
 func parseConfig(m map[string]interface{}) (*taskConfig, error) {
-	var unknown []string
-	for k := range m {
-		if !slices.Contains(configKeys, k) {
-			unknown = append(unknown, k)
-		}
+	tc, err := checkConfig(m)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", driver.ErrInvalidConfig, err)
 	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return nil, fmt.Errorf("%w: unknown key %q (the native driver accepts only %q)", driver.ErrInvalidConfig, unknown[0], configKeys)
+	return tc, nil
+}
+
+// checkConfig is parseConfig without the wrapping: the pure part, shared
+// by the client (StartTask) and the servers (ValidateConfig). Its errors
+// name the key and describe a wrong value with driver.DescribeValue.
+func checkConfig(m map[string]interface{}) (*taskConfig, error) {
+	if err := driver.CheckKeys(m, configKeys, "the native driver"); err != nil {
+		return nil, err
 	}
 	var tc taskConfig
 	raw, ok := m["command"]
 	if !ok {
-		return nil, fmt.Errorf("%w: key \"command\" is required", driver.ErrInvalidConfig)
+		return nil, errors.New(`key "command" is required`)
 	}
 	cmd, ok := raw.(string)
 	if !ok || strings.TrimSpace(cmd) == "" {
-		return nil, fmt.Errorf("%w: key \"command\" must be a non-empty string, got %v", driver.ErrInvalidConfig, raw)
+		return nil, fmt.Errorf(`key "command" must be a non-empty string, got %s`, driver.DescribeValue(raw))
 	}
 	tc.Command = cmd
 	if raw, ok := m["user"]; ok {
 		u, ok := raw.(string)
 		if !ok || strings.TrimSpace(u) == "" {
-			return nil, fmt.Errorf("%w: key \"user\" must be a non-empty string, got %v", driver.ErrInvalidConfig, raw)
+			return nil, fmt.Errorf(`key "user" must be a non-empty string, got %s`, driver.DescribeValue(raw))
 		}
 		tc.User = u
 	}
 	if raw, ok := m["cpu_hard_limit"]; ok {
 		b, ok := raw.(bool)
 		if !ok {
-			return nil, fmt.Errorf("%w: key \"cpu_hard_limit\" must be a bool (true or false), got %T %v", driver.ErrInvalidConfig, raw, raw)
+			return nil, fmt.Errorf(`key "cpu_hard_limit" must be true or false, got %s`, driver.DescribeValue(raw))
 		}
 		tc.CPUHardLimit = b
 	}
-	if raw, ok := m["args"]; ok && raw != nil {
-		switch v := raw.(type) {
-		case []string:
-			tc.Args = append([]string(nil), v...)
-		case []interface{}:
-			for i, a := range v {
-				s, ok := a.(string)
-				if !ok {
-					return nil, fmt.Errorf("%w: key \"args\": element %d must be a string, got %T", driver.ErrInvalidConfig, i, a)
-				}
-				tc.Args = append(tc.Args, s)
-			}
-		default:
-			return nil, fmt.Errorf("%w: key \"args\" must be a list of strings, got %T", driver.ErrInvalidConfig, raw)
-		}
+	args, err := driver.StringList(m, "args")
+	if err != nil {
+		return nil, err
 	}
+	tc.Args = args
 	return &tc, nil
+}
+
+// checkHardLimit refuses cpu_hard_limit = true for a task whose CPU
+// resource, cpuMHz, is 0 or less: the cap is a share of that figure.
+func checkHardLimit(tc *taskConfig, cpuMHz int64) error {
+	if tc.CPUHardLimit && cpuMHz <= 0 {
+		return fmt.Errorf(`key "cpu_hard_limit" is true but the task's resources set no cpu (got %d MHz): the hard limit caps the task at its cpu, so set resources { cpu = <MHz> } or remove cpu_hard_limit`, cpuMHz)
+	}
+	return nil
 }
 
 // resolveCommand finds the executable: a path with a slash is taken as is

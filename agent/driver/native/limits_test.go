@@ -320,21 +320,23 @@ func TestCPUHardLimitConfig(t *testing.T) {
 	cases := []struct {
 		name  string
 		value interface{}
+		cpu   int64
 		mhz   int64
 		want  string
 	}{
-		{"not a bool", "yes", 2000, `key "cpu_hard_limit" must be a bool`},
-		{"a number", 1, 2000, `key "cpu_hard_limit" must be a bool`},
-		{"without MHz per core", true, 0, `key "cpu_hard_limit"`},
+		{"not a bool", "yes", 500, 2000, `key "cpu_hard_limit" must be true or false, got a string "yes"`},
+		{"a number", 1, 500, 2000, `key "cpu_hard_limit" must be true or false, got a number 1`},
+		{"without MHz per core", true, 500, 0, `key "cpu_hard_limit"`},
+		{"without cpu", true, 0, 2000, `key "cpu_hard_limit" is true but the task's resources set no cpu`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "without MHz per core" && d.cg.Mode() == cgroups.ModeNone {
+			if tc.value == true && d.cg.Mode() == cgroups.ModeNone {
 				t.Skip("nothing is capped without cgroups")
 			}
 			cfg, _ := shTask(t, "hard/"+tc.name, "true", nil)
 			cfg.Config["cpu_hard_limit"] = tc.value
-			cfg.Resources = &structs.AllocatedTaskResources{CPU: 500, MemoryMB: 64}
+			cfg.Resources = &structs.AllocatedTaskResources{CPU: tc.cpu, MemoryMB: 64}
 			cfg.CPUMHzPerCore = tc.mhz
 			_, err := d.StartTask(cfg)
 			if !errors.Is(err, driver.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {

@@ -257,6 +257,9 @@ func taskLimits(cfg *driver.TaskConfig, tc *taskConfig) (cgroups.Limits, error) 
 	if r := cfg.Resources; r != nil {
 		cpu, mem = r.CPU, r.MemoryMB
 	}
+	if err := checkHardLimit(tc, cpu); err != nil {
+		return cgroups.Limits{}, fmt.Errorf("%w: %w", driver.ErrInvalidConfig, err)
+	}
 	l, err := cgroups.TaskLimits(cpu, mem, tc.CPUHardLimit, cfg.CPUMHzPerCore)
 	if err != nil {
 		return cgroups.Limits{}, fmt.Errorf("%w: key \"cpu_hard_limit\": %v", driver.ErrInvalidConfig, err)
