@@ -350,6 +350,8 @@ func (tg *TaskGroup) validate(jobType string) []string {
 			add("%s: driver: is required", where)
 		} else if !slices.Contains(KnownDrivers, t.Driver) {
 			add("%s: driver: unknown driver %q (known: %s)", where, t.Driver, strings.Join(KnownDrivers, ", "))
+		} else if err := ValidateDriverConfig(t.Driver, t.Config, t.Resources); err != nil {
+			add("%s: config: %v", where, err)
 		}
 		if t.KillSignal != "" && !ValidKillSignal(t.KillSignal) {
 			add("%s: kill_signal: unknown signal %q (known: %s)", where, t.KillSignal, strings.Join(KillSignals, ", "))
