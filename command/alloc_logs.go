@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/hashicorp/cli"
@@ -30,7 +31,8 @@ Logs Options:
 
   -f
     Follow the log: keep printing new output until the task finishes or
-    Ctrl-C.
+    Ctrl-C. If the stream ends while the task still runs (the agent
+    stopped), a note says so on stderr and the exit code is 1.
 
   -stderr
     Print the task's stderr instead of its stdout.
@@ -171,5 +173,63 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	if _, err := io.Copy(c.Meta.Stdout, rc); err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
 		return c.Meta.errorf("Error reading logs of task %q: %v", task, err)
 	}
+	if !follow || ctx.Err() != nil {
+		return 0
+	}
+	// A followed stream ends when the task finishes, but also when the
+	// agent serving it stops: tell the two apart by the task's state.
+	finished, status, err := c.Meta.taskFinished(ctx, client, alloc.ID, task)
+	switch {
+	case ctx.Err() != nil:
+		return 0
+	case err != nil:
+		return c.Meta.errorf("Log stream of task %q ended, and allocation %q cannot be read (%v): the agent may have stopped; the task may still be running",
+			task, shortID(alloc.ID), err)
+	case !finished:
+		return c.Meta.errorf("Log stream of task %q ended while the task is still %s: the agent may have stopped or restarted; run the command again to resume",
+			task, status)
+	}
 	return 0
+}
+
+// logSettleWait bounds how long alloc logs -f waits, once a followed log
+// stream has ended, for the server to hear from the client that the task
+// finished: the client reports a task's end moments after closing its log.
+const logSettleWait = 5 * time.Second
+
+// taskFinished reports whether task of the allocation allocID has finished:
+// its state is dead, or the allocation is complete, failed or lost. While
+// the server still shows the task running it waits for a change with
+// blocking queries, for at most logSettleWait; a server that answers
+// without blocking is asked once more. status is the task's last state seen
+// (or the allocation's client status when the task has none). The error is
+// the API's, for instance when the agent no longer answers.
+func (m *Meta) taskFinished(ctx context.Context, client *api.Client, allocID, task string) (finished bool, status string, err error) {
+	ctx, cancel := context.WithTimeout(ctx, logSettleWait)
+	defer cancel()
+	var index uint64
+	for {
+		a, meta, err := client.Allocations().Info(allocID, &api.QueryOptions{WaitIndex: index, WaitTime: logSettleWait, Context: ctx})
+		if err != nil {
+			if index > 0 && ctx.Err() != nil {
+				// Waited the whole time without a change.
+				return false, status, nil
+			}
+			return false, status, err
+		}
+		status = a.ClientStatus
+		if ts := a.TaskStates[task]; ts != nil && ts.State != "" {
+			status = ts.State
+			if ts.State == api.TaskStateDead {
+				return true, status, nil
+			}
+		}
+		if a.ClientTerminalStatus() {
+			return true, status, nil
+		}
+		if index > 0 && meta.LastIndex <= index {
+			return false, status, nil
+		}
+		index = meta.LastIndex
+	}
 }

@@ -32,6 +32,10 @@ type fakeAPI struct {
 	registerEval string
 	purged       bool
 	requests     []string
+	// downAfterLogs makes the server stop listening once it has sent a
+	// log, as an agent that shuts down mid-stream: later requests are
+	// refused.
+	downAfterLogs bool
 }
 
 func i64(v int64) *int64 { return &v }
@@ -87,6 +91,7 @@ func newFakeAPI() *fakeAPI {
 
 func (f *fakeAPI) serve(t *testing.T) *httptest.Server {
 	t.Helper()
+	var ts *httptest.Server
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v interface{}) {
 		w.Header().Set("Content-Type", "application/json")
@@ -210,14 +215,22 @@ func (f *fakeAPI) serve(t *testing.T) *httptest.Server {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain")
+		if f.downAfterLogs {
+			// Do not keep this connection for the next request.
+			w.Header().Set("Connection", "close")
+		}
 		_, _ = io.WriteString(w, s)
+		if f.downAfterLogs {
+			_ = ts.Listener.Close()
+		}
 	})
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.requests = append(f.requests, r.Method+" "+r.URL.Path)
 		f.mu.Unlock()
 		mux.ServeHTTP(w, r)
 	}))
+	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts
 }

@@ -157,7 +157,6 @@ func TestAllocLogs(t *testing.T) {
 	}{
 		{[]string{"alloc", "logs", "abcd1234"}, "hello from the GPU\n"},
 		{[]string{"alloc", "logs", "-stderr", "abcd1234", "main"}, "a warning\n"},
-		{[]string{"alloc", "logs", "-f", "abcd1234", "main"}, "hello from the GPU\n"},
 		{[]string{"alloc", "logs", "-job", "hello-gpu"}, "hello from the GPU\n"},
 		{[]string{"alloc", "logs", "-job", "hello-gpu", "main"}, "hello from the GPU\n"},
 	}
@@ -176,6 +175,52 @@ func TestAllocLogs(t *testing.T) {
 	r = runCmd(t, ts.URL, "alloc", "logs", "-job", "hello-gpu", "other")
 	if r.code != 1 || !strings.Contains(r.err, `no task "other"`) {
 		t.Fatalf("-job with unknown task: exit %d err %q", r.code, r.err)
+	}
+}
+
+// TestAllocLogsFollowEnd checks how alloc logs -f ends: 0 when the task
+// has finished, 1 with a note on stderr when the stream ended while the
+// task still runs or the agent no longer answers.
+func TestAllocLogsFollowEnd(t *testing.T) {
+	const allocID = "abcd1234-5678-90ab-cdef-111111111111"
+	cases := []struct {
+		name     string
+		setup    func(f *fakeAPI)
+		wantCode int
+		wantErr  string
+	}{
+		{"task finished", func(f *fakeAPI) {
+			a := *f.allocs[allocID]
+			a.ClientStatus = "complete"
+			a.TaskStates = map[string]*api.TaskState{"main": {State: "dead"}}
+			f.allocs[allocID] = &a
+		}, 0, ""},
+		{"task dead, alloc not yet complete", func(f *fakeAPI) {
+			a := *f.allocs[allocID]
+			a.TaskStates = map[string]*api.TaskState{"main": {State: "dead", Failed: true}}
+			f.allocs[allocID] = &a
+		}, 0, ""},
+		{"task still running", func(f *fakeAPI) {}, 1,
+			`Log stream of task "main" ended while the task is still running: the agent may have stopped or restarted`},
+		{"agent gone", func(f *fakeAPI) { f.downAfterLogs = true }, 1,
+			`Log stream of task "main" ended, and allocation "abcd1234" cannot be read`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAPI()
+			tc.setup(f)
+			ts := f.serve(t)
+			r := runCmd(t, ts.URL, "alloc", "logs", "-f", "abcd1234", "main")
+			if r.stdout != "hello from the GPU\n" {
+				t.Errorf("stdout %q", r.stdout)
+			}
+			if r.code != tc.wantCode {
+				t.Fatalf("exit %d, want %d; err %q", r.code, tc.wantCode, r.err)
+			}
+			if tc.wantErr == "" && r.err != "" || !strings.Contains(r.err, tc.wantErr) {
+				t.Errorf("stderr %q, want %q", r.err, tc.wantErr)
+			}
+		})
 	}
 }
 
