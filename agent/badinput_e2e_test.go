@@ -15,6 +15,8 @@ import (
 // unknown key, a mount outside the allocation directory, a negative
 // timeout and a command that is a directory are each refused with a
 // message naming it, and a service already running is not disturbed.
+// Unknown keys and the negative timeout are refused at submit; the mount
+// and the command only on the client.
 func TestE2EBadTaskConfigs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the real binary")
@@ -49,22 +51,32 @@ func TestE2EBadTaskConfigs(t *testing.T) {
 	}
 	before := a.waitAllocStatus("good", structs.AllocClientStatusRunning)
 
-	// Refused when the job is submitted: the message names the field.
-	neg := write("neg", job("neg", "native", `command = "/bin/true"`, `kill_timeout = "-5s"`))
-	out, code := a.cli("job", "run", "-detach", neg)
-	if code == 0 || !strings.Contains(out, "kill_timeout") || !strings.Contains(out, "negative") {
-		t.Fatalf("negative kill_timeout: exit %d\n%s", code, out)
+	// Refused when the job is submitted, before anything is registered:
+	// the message names the field (driver config keys included).
+	for _, tc := range []struct {
+		name, driver, config, extra, want string
+	}{
+		{"neg", "native", `command = "/bin/true"`, `kill_timeout = "-5s"`, "kill_timeout: must not be negative"},
+		{"unknownkey", "native", `command = "/bin/true"
+        comand = "/bin/false"`, "", `task "main": config: unknown key "comand"`},
+		{"dockerkey", "docker", `image = "scratch"
+        imagee = "x"`, "", `task "main": config: unknown key "imagee"`},
+	} {
+		out, code := a.cli("job", "run", "-detach", write(tc.name, job(tc.name, tc.driver, tc.config, tc.extra)))
+		if code == 0 || !strings.Contains(out, tc.want) {
+			t.Fatalf("%s: exit %d, want a refusal naming %q\n%s", tc.name, code, tc.want, out)
+		}
+		if st := a.getJSON("/v1/job/"+tc.name, nil); st != 404 {
+			t.Fatalf("%s: GET /v1/job = %d after a refused submit, want 404", tc.name, st)
+		}
 	}
 
-	// Refused by the driver on the client: the allocation fails at once
-	// with a Driver Failure event naming the key, mount or command.
+	// Refused by the driver on the client, which alone sees its file
+	// system: the allocation fails at once with a Driver Failure event
+	// naming the mount or command.
 	cases := []struct {
 		name, driver, config, want string
 	}{
-		{"unknownkey", "native", `command = "/bin/true"
-        comand = "/bin/false"`, `unknown key "comand"`},
-		{"dockerkey", "docker", `image = "scratch"
-        imagee = "x"`, `unknown key "imagee"`},
 		{"mount", "docker", `image = "scratch"
         mounts = [{ source = "/etc", target = "/host-etc" }]`, `mount "/etc" (element 0) is refused`},
 		{"dircmd", "native", `command = "/tmp"`, `command "/tmp" is a directory`},
