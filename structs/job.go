@@ -30,6 +30,21 @@ const (
 	JobMaxPriority     = 100
 )
 
+// Count limits. The scheduler plans all of a job's allocations in one
+// evaluation and one plan, so its memory and the size of the plan's Raft
+// entry grow with the job's total count; without a bound, a count of 1e9
+// made the server allocate until it ran out of memory, and again at every
+// restart while the job was stored. 100,000 is what
+// server/scheduler's BenchmarkPlace100kOn10kNodes places (about 200 MiB of
+// heap, fake state included), so both limits stay within a measured load.
+// Nomad sets no limit.
+const (
+	// MaxGroupCount is the largest Count one task group may ask for.
+	MaxGroupCount = 100_000
+	// MaxJobCount is the largest sum of Count over a job's task groups.
+	MaxJobCount = 100_000
+)
+
 // Restart modes: after Attempts restarts within Interval, "fail" marks the
 // task failed and "delay" waits until the interval ends and tries again.
 const (
@@ -273,6 +288,9 @@ func (j *Job) Validate() error {
 	if len(j.TaskGroups) == 0 {
 		add("group: a job needs at least one task group")
 	}
+	if msg := j.totalCountProblem(); msg != "" {
+		add("%s", msg)
+	}
 	seenGroups := map[string]bool{}
 	for i, tg := range j.TaskGroups {
 		if tg == nil {
@@ -300,11 +318,63 @@ func (j *Job) Validate() error {
 	return &ValidationError{Problems: p}
 }
 
+// ValidateCounts checks only the counts of j's groups: each between 0 and
+// MaxGroupCount, and their sum at most MaxJobCount. It returns a
+// *ValidationError (matching ErrInvalid) naming each bad count in the
+// words Validate uses, or nil. The scheduler calls it before planning, so
+// a job stored by a build without these limits is refused instead of
+// planned.
+func (j *Job) ValidateCounts() error {
+	var p []string
+	for _, tg := range j.TaskGroups {
+		if tg == nil {
+			continue
+		}
+		if msg := groupCountProblem(tg.Count); msg != "" {
+			p = append(p, fmt.Sprintf("group %q: %s", tg.Name, msg))
+		}
+	}
+	if msg := j.totalCountProblem(); msg != "" {
+		p = append(p, msg)
+	}
+	if len(p) > 0 {
+		return &ValidationError{Problems: p}
+	}
+	return nil
+}
+
+// groupCountProblem returns the problem of a group's count, or "".
+func groupCountProblem(count int) string {
+	switch {
+	case count < 0:
+		return fmt.Sprintf("count: must be 0 or more, got %d", count)
+	case count > MaxGroupCount:
+		return fmt.Sprintf("count: must be at most %d, got %d", MaxGroupCount, count)
+	}
+	return ""
+}
+
+// totalCountProblem returns the problem of the sum of the groups' counts,
+// or "". Counts out of range are left out of the sum (they are reported on
+// their own), so it cannot overflow.
+func (j *Job) totalCountProblem() string {
+	total := 0
+	for _, tg := range j.TaskGroups {
+		if tg != nil && groupCountProblem(tg.Count) == "" {
+			total += tg.Count
+		}
+	}
+	if total > MaxJobCount {
+		return fmt.Sprintf("count: the groups ask for %d allocations in all, at most %d", total, MaxJobCount)
+	}
+	return ""
+}
+
 func (tg *TaskGroup) validate(jobType string) []string {
 	var p []string
 	add := func(format string, a ...any) { p = append(p, fmt.Sprintf(format, a...)) }
-	if tg.Count < 0 {
-		add("count: must be 0 or more, got %d", tg.Count)
+	if msg := groupCountProblem(tg.Count); msg != "" {
+		add("%s", msg)
 	}
 	if tg.Gang && tg.Count < 1 {
 		add("gang: a gang group needs count of at least 1, got %d", tg.Count)

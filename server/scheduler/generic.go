@@ -23,6 +23,12 @@ const descMaxAttempts = "maximum attempts reached"
 // preempted job back in the queue.
 const descRequeued = "requeued after its allocations were preempted"
 
+// descInvalidJob starts the StatusDescription of an evaluation failed
+// because its job breaks the count limits (structs.Job.ValidateCounts); the
+// problems follow. The endpoints refuse such a job, but one stored by an
+// older build would otherwise make the scheduler allocate without bound.
+const descInvalidJob = "job not planned: it fails validation (stop it or register a fixed version)"
+
 // errNoRefresh is returned when the planner refused part of a plan but gave
 // no fresher state to plan against.
 var errNoRefresh = errors.New("plan partly refused without a state to refresh from")
@@ -62,6 +68,9 @@ type attempt struct {
 	// rescheduleAt is reconcileResult.rescheduleAt: when a failed
 	// allocation waiting for its reschedule delay becomes due (0: none).
 	rescheduleAt int64
+	// invalid holds the problems of a job that breaks the count limits;
+	// the attempt then plans nothing.
+	invalid []string
 }
 
 // Process reconciles the evaluation's job with the cluster, submits the
@@ -85,6 +94,11 @@ type attempt struct {
 // copied), is updated with Status "complete" and BlockedEval set to the
 // new evaluation's ID. An evaluation with nothing left to place ends
 // "complete".
+//
+// A job that is not stopped and breaks the count limits
+// (structs.Job.ValidateCounts) is not planned: the evaluation is updated
+// with Status "failed" and a StatusDescription that starts with
+// descInvalidJob and lists the problems.
 //
 // A failed allocation kept only because its group's reschedule delay has
 // not passed at the evaluation's time (Evaluation.EvalTime) gets one
@@ -139,6 +153,14 @@ func (s *genericScheduler) Process(eval *structs.Evaluation) error {
 	}
 	if err := s.requeuePreempted(ev, preempted); err != nil {
 		return err
+	}
+	if len(out.invalid) > 0 {
+		ev.Status = structs.EvalStatusFailed
+		ev.StatusDescription = descInvalidJob + ": " + strings.Join(out.invalid, "; ")
+		if err := s.planner.UpdateEval(ev); err != nil {
+			return fmt.Errorf("scheduler: update eval %s: %w", ev.ID, err)
+		}
+		return nil
 	}
 	if err := s.rescheduleLater(ev, out); err != nil {
 		return err
@@ -267,6 +289,13 @@ func computeAttempt(state State, ev *structs.Evaluation) (*attempt, error) {
 	out := &attempt{plan: plan, job: job}
 	if job != nil {
 		plan.Priority = job.Priority
+	}
+	if job != nil && !job.Stop {
+		var ve *structs.ValidationError
+		if err := job.ValidateCounts(); errors.As(err, &ve) {
+			out.invalid = ve.Problems
+			return out, nil
+		}
 	}
 	rec := reconcile(job, allocs, ev.EvalTime())
 	out.rescheduleAt = rec.rescheduleAt
