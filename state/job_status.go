@@ -21,9 +21,15 @@ import (
 //     batch job whose work finished, a service job whose allocations all
 //     ended with no replacement coming, or a job scaled to count = 0
 //     once its evaluation completed (Nomad's rule).
-//  5. Otherwise (a job just registered, with no evaluation yet)
+//  5. A job left with no allocation and no evaluation because garbage
+//     collection just deleted some of them (evalDelete, Nomad's flag of
+//     the same name, set by DeleteEvals) → "dead": only terminal
+//     evaluations and finished allocations are collected, so nothing is
+//     coming. Without it a count = 0 job went back from "dead" to
+//     "pending" once collected.
+//  6. Otherwise (a job just registered, with no evaluation yet)
 //     → "pending".
-func jobStatusTxn(txn *memdb.Txn, job *structs.Job) (string, error) {
+func jobStatusTxn(txn *memdb.Txn, job *structs.Job, evalDelete bool) (string, error) {
 	allocs, err := allocsByJobTxn(txn, nil, job.ID)
 	if err != nil {
 		return "", err
@@ -50,7 +56,7 @@ func jobStatusTxn(txn *memdb.Txn, job *structs.Job) (string, error) {
 			return structs.JobStatusPending, nil
 		}
 	}
-	if len(allocs) > 0 || len(evals) > 0 {
+	if len(allocs) > 0 || len(evals) > 0 || evalDelete {
 		return structs.JobStatusDead, nil
 	}
 	return structs.JobStatusPending, nil
@@ -58,9 +64,11 @@ func jobStatusTxn(txn *memdb.Txn, job *structs.Job) (string, error) {
 
 // updateJobStatusesTxn recomputes the status of each named job that exists
 // and, where it changed, upserts a copy with the new Status and
-// ModifyIndex = index, bumping the jobs table index. Job IDs are visited in
-// sorted order so the result is deterministic.
-func updateJobStatusesTxn(txn *memdb.Txn, index uint64, jobIDs map[string]struct{}) error {
+// ModifyIndex = index, bumping the jobs table index. evalDelete is true
+// when the transaction deletes evaluations and allocations (garbage
+// collection; see jobStatusTxn). Job IDs are visited in sorted order so the result is
+// deterministic.
+func updateJobStatusesTxn(txn *memdb.Txn, index uint64, jobIDs map[string]struct{}, evalDelete bool) error {
 	ids := make([]string, 0, len(jobIDs))
 	for id := range jobIDs {
 		ids = append(ids, id)
@@ -75,7 +83,7 @@ func updateJobStatusesTxn(txn *memdb.Txn, index uint64, jobIDs map[string]struct
 		if job == nil {
 			continue
 		}
-		status, err := jobStatusTxn(txn, job)
+		status, err := jobStatusTxn(txn, job, evalDelete)
 		if err != nil {
 			return err
 		}

@@ -122,7 +122,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 	if err := upsertEvalsTxn(txn, index, req.Evals, jobs); err != nil {
 		return err
 	}
-	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
+	if err := updateJobStatusesTxn(txn, index, jobs, false); err != nil {
 		return err
 	}
 	s.commitTxn(txn, index)
@@ -184,7 +184,7 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 			return err
 		}
 	}
-	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
+	if err := updateJobStatusesTxn(txn, index, jobs, false); err != nil {
 		return err
 	}
 	s.commitTxn(txn, index)

@@ -19,7 +19,7 @@ func (s *StateStore) UpsertEvals(index uint64, evals []*structs.Evaluation) erro
 	if err := upsertEvalsTxn(txn, index, evals, jobs); err != nil {
 		return err
 	}
-	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
+	if err := updateJobStatusesTxn(txn, index, jobs, false); err != nil {
 		return err
 	}
 	s.commitTxn(txn, index)
@@ -61,7 +61,8 @@ func upsertEvalsTxn(txn *memdb.Txn, index uint64, evals []*structs.Evaluation, j
 
 // DeleteEvals removes the named evaluations and allocations (garbage
 // collection). IDs that do not exist are skipped. The statuses of the
-// affected jobs are recomputed.
+// affected jobs are recomputed; a job left with no evaluation and no
+// allocation is "dead", not "pending" (see jobStatusTxn).
 func (s *StateStore) DeleteEvals(index uint64, evalIDs, allocIDs []string) error {
 	txn := s.writeTxn()
 	defer txn.Abort()
@@ -102,7 +103,7 @@ func (s *StateStore) DeleteEvals(index uint64, evalIDs, allocIDs []string) error
 			return err
 		}
 	}
-	if err := updateJobStatusesTxn(txn, index, jobs); err != nil {
+	if err := updateJobStatusesTxn(txn, index, jobs, true); err != nil {
 		return err
 	}
 	s.commitTxn(txn, index)

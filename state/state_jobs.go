@@ -42,7 +42,7 @@ func (s *StateStore) UpsertJob(index uint64, job *structs.Job) error {
 		}
 	}
 	j.ModifyIndex = index
-	status, err := jobStatusTxn(txn, j)
+	status, err := jobStatusTxn(txn, j, false)
 	if err != nil {
 		return err
 	}
