@@ -37,8 +37,16 @@ func (s *ServerConfig) mergeGC(o *ServerConfig) {
 }
 
 // validateGC returns one message per garbage-collection setting that is
-// not a duration, or is negative (job_gc_interval may be negative: the
-// periodic collection is then off, `system gc` still works).
+// not a duration, or out of range:
+//   - job_gc_interval may be negative (the periodic collection is then off;
+//     `system gc` still works) and otherwise must be at least
+//     server.MinGCInterval (1 second): "1ns" made the leader collect
+//     without pause, a core busy;
+//   - a threshold must be above 0. Nomad would read "0s" as "collect at
+//     once"; the server reads a zero threshold as its default, so "0s" is
+//     refused rather than silently meaning, say, 24 hours. Leave the
+//     setting out for the default, or run `gpulayer system gc` to collect
+//     now.
 func (s *ServerConfig) validateGC() []string {
 	var p []string
 	for _, f := range s.gcFields() {
@@ -49,8 +57,14 @@ func (s *ServerConfig) validateGC() []string {
 		switch {
 		case err != nil:
 			p = append(p, fmt.Sprintf("server.%s: %q is not a duration such as \"4h\"", f.name, *f.val))
-		case d < 0 && f.name != "job_gc_interval":
+		case f.name == "job_gc_interval":
+			if d >= 0 && d < server.MinGCInterval {
+				p = append(p, fmt.Sprintf("server.%s: must be at least %s (or negative to turn the periodic collection off), got %s", f.name, server.MinGCInterval, *f.val))
+			}
+		case d < 0:
 			p = append(p, fmt.Sprintf("server.%s: must not be negative, got %s", f.name, *f.val))
+		case d == 0:
+			p = append(p, fmt.Sprintf("server.%s: must be above 0, got %s (leave it unset for the default; `gpulayer system gc` collects now)", f.name, *f.val))
 		}
 	}
 	return p

@@ -32,6 +32,11 @@ func TestConfigGC(t *testing.T) {
 		{name: "negative interval turns the periodic collection off", src: `server { job_gc_interval = "-1s" }`, want: server.GCConfig{Interval: -time.Second}},
 		{name: "not a duration", src: `server { job_gc_threshold = "soon" }`, wantErr: `server.job_gc_threshold: "soon" is not a duration`},
 		{name: "negative threshold", src: `server { node_gc_threshold = "-1h" }`, wantErr: "server.node_gc_threshold: must not be negative"},
+		{name: "interval of 1ns", src: `server { job_gc_interval = "1ns" }`, wantErr: "server.job_gc_interval: must be at least 1s (or negative to turn the periodic collection off), got 1ns"},
+		{name: "interval of 0s", src: `server { job_gc_interval = "0s" }`, wantErr: "server.job_gc_interval: must be at least 1s"},
+		{name: "interval at the minimum", src: `server { job_gc_interval = "1s" }`, want: server.GCConfig{Interval: time.Second}},
+		{name: "zero threshold", src: `server { eval_gc_threshold = "0s" }`, wantErr: "server.eval_gc_threshold: must be above 0, got 0s"},
+		{name: "zero threshold without a unit", src: `server { batch_eval_gc_threshold = "0" }`, wantErr: "server.batch_eval_gc_threshold: must be above 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,6 +28,13 @@ const (
 	// DefaultPurgedJobGCThreshold is the age at which the evaluations and
 	// finished allocations of a purged job are collected.
 	DefaultPurgedJobGCThreshold = time.Minute
+	// MinGCInterval is the shortest pause between periodic collections;
+	// a shorter positive GCConfig.Interval is raised to it. Each
+	// collection snapshots the state and walks every evaluation,
+	// allocation, job and node (about 2 µs an allocation, see
+	// BenchmarkSelectGC), so an interval of nanoseconds kept a core busy
+	// collecting. Nomad sets no minimum.
+	MinGCInterval = time.Second
 	// DefaultGCMaxIDsPerEntry bounds the IDs one Raft entry of a
 	// collection carries (Nomad's MaxUUIDsPerWriteRequest is 7,281).
 	DefaultGCMaxIDsPerEntry = 1000
@@ -37,7 +44,8 @@ const (
 // defaults named on each field.
 type GCConfig struct {
 	// Interval is the pause between periodic collections; zero means
-	// DefaultGCInterval (5 minutes), and a negative value turns the
+	// DefaultGCInterval (5 minutes), a positive value below MinGCInterval
+	// (1 second) means MinGCInterval, and a negative value turns the
 	// periodic collection off (SystemGC still works).
 	Interval time.Duration
 	// EvalGCThreshold: zero means DefaultEvalGCThreshold (1 hour).
@@ -56,15 +64,19 @@ type GCConfig struct {
 	MaxIDsPerEntry int
 }
 
-// withDefaults returns c with its zero fields set to the defaults.
+// withDefaults returns c with its zero fields set to the defaults and a
+// positive Interval below MinGCInterval raised to it.
 func (c GCConfig) withDefaults() GCConfig {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
 		}
 	}
-	if c.Interval == 0 {
+	switch {
+	case c.Interval == 0:
 		c.Interval = DefaultGCInterval
+	case c.Interval > 0 && c.Interval < MinGCInterval:
+		c.Interval = MinGCInterval
 	}
 	def(&c.EvalGCThreshold, DefaultEvalGCThreshold)
 	def(&c.BatchEvalGCThreshold, DefaultBatchEvalGCThreshold)

@@ -522,3 +522,32 @@ func TestNodeAllocsWatchIndex(t *testing.T) {
 		})
 	}
 }
+
+// TestGCConfigDefaults checks GCConfig.withDefaults: zero takes the
+// defaults, a positive interval below MinGCInterval is raised to it, a
+// negative one (periodic collection off) is kept.
+func TestGCConfigDefaults(t *testing.T) {
+	cases := []struct {
+		name         string
+		interval     time.Duration
+		wantInterval time.Duration
+	}{
+		{"zero is the default", 0, DefaultGCInterval},
+		{"1ns is raised to the minimum", time.Nanosecond, MinGCInterval},
+		{"just below the minimum", MinGCInterval - 1, MinGCInterval},
+		{"the minimum is kept", MinGCInterval, MinGCInterval},
+		{"a minute is kept", time.Minute, time.Minute},
+		{"negative turns it off and is kept", -time.Second, -time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := GCConfig{Interval: tc.interval}.withDefaults()
+			if got.Interval != tc.wantInterval {
+				t.Fatalf("Interval = %s, want %s", got.Interval, tc.wantInterval)
+			}
+			if got.EvalGCThreshold != DefaultEvalGCThreshold || got.MaxIDsPerEntry != DefaultGCMaxIDsPerEntry {
+				t.Fatalf("defaults not filled: %+v", got)
+			}
+		})
+	}
+}
