@@ -16,11 +16,17 @@ import (
 
 // Defaults the parser fills, as in Nomad.
 const (
-	defaultJobType        = api.JobTypeService
-	defaultPriority       = 50
-	defaultDatacenter     = "dc1"
-	defaultGroupCount     = 1
-	defaultDeviceCount    = 1
+	defaultJobType     = api.JobTypeService
+	defaultPriority    = 50
+	defaultDatacenter  = "dc1"
+	defaultGroupCount  = 1
+	defaultDeviceCount = 1
+	// defaultCPU (MHz) and defaultMemoryMB (MiB) fill a resources block
+	// that leaves cpu or memory out, as Nomad's jobspec does (api
+	// Resources.Canonicalize: 100 MHz, 300 MiB); structs.Job.Canonicalize
+	// gives the same to a task with no resources block at all.
+	defaultCPU            = 100
+	defaultMemoryMB       = 300
 	defaultOperand        = "="
 	defaultAffinityWeight = 50
 )
@@ -202,7 +208,7 @@ func (d *decoder) task(block *hcl.Block) *api.Task {
 
 func (d *decoder) resources(block *hcl.Block) *api.Resources {
 	c := d.content(block.Body, resourcesSchema)
-	r := &api.Resources{}
+	r := &api.Resources{CPU: defaultCPU, MemoryMB: defaultMemoryMB}
 	d.integer(c.Attributes["cpu"], &r.CPU)
 	d.integer(c.Attributes["memory"], &r.MemoryMB)
 	for _, b := range c.Blocks {

@@ -425,3 +425,31 @@ func TestParseDoesNotMutateVars(t *testing.T) {
 		t.Errorf("vars changed to %v", vars)
 	}
 }
+
+// TestParseResourceDefaults checks that a resources block that leaves out
+// cpu or memory gets Nomad's defaults (100 MHz, 300 MiB), while an
+// explicit 0 stays 0 (no limit).
+func TestParseResourceDefaults(t *testing.T) {
+	cases := []struct {
+		name, body  string
+		cpu, memory int
+	}{
+		{"devices only", `device "nvidia/gpu" {}`, 100, 300},
+		{"cpu only", `cpu = 500`, 500, 300},
+		{"memory only", `memory = 64`, 100, 64},
+		{"explicit zeros", "cpu = 0\nmemory = 0", 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := "job \"j\" {\n group \"g\" {\n  task \"t\" {\n   driver = \"native\"\n   config { command = \"/bin/true\" }\n   resources {\n" + c.body + "\n   }\n  }\n }\n}\n"
+			job, err := Parse("defaults.hcl", []byte(src), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := job.TaskGroups[0].Tasks[0].Resources
+			if r.CPU != c.cpu || r.MemoryMB != c.memory {
+				t.Fatalf("cpu %d memory %d, want %d and %d", r.CPU, r.MemoryMB, c.cpu, c.memory)
+			}
+		})
+	}
+}
