@@ -35,6 +35,7 @@ var leaderRoutes = map[string]bool{
 	"POST /v1/node/{id}/eligibility": true,
 	"GET /v1/operator/snapshot":      true, // unless ?stale
 	"PUT /v1/system/gc":              true,
+	"POST /v1/system/gc":             true,
 }
 
 // consistentRoutes are reads that answer from the local state unless the

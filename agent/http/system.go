@@ -11,7 +11,8 @@ import (
 // implements it. When Config.Server implements GCServer, the handler
 // serves
 //
-//	PUT /v1/system/gc   collect garbage now, every threshold at zero (Nomad's route); leader
+//	PUT  /v1/system/gc   collect garbage now, every threshold at zero (Nomad's route); leader
+//	POST /v1/system/gc   the same (Nomad accepts both methods for its writes)
 //
 // which answers with the counts chosen for removal (server.GCResult:
 // Evals, Allocs, Jobs, Nodes).
@@ -28,9 +29,11 @@ func (h *handler) systemRoutes() {
 	if !ok {
 		return
 	}
-	h.handle("PUT /v1/system/gc", func(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	gc := func(w http.ResponseWriter, r *http.Request) (interface{}, error) {
 		return gs.SystemGC(r.Context())
-	})
+	}
+	h.handle("PUT /v1/system/gc", gc)
+	h.handle("POST /v1/system/gc", gc)
 }
 
 var _ GCServer = (*server.Server)(nil)

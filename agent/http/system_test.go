@@ -28,6 +28,7 @@ func TestSystemGC(t *testing.T) {
 		want       *server.GCResult
 	}{
 		{name: "put collects", method: "PUT", wantStatus: 200, want: &server.GCResult{Evals: 3, Allocs: 2, Jobs: 1}},
+		{name: "post collects", method: "POST", wantStatus: 200, want: &server.GCResult{Evals: 3, Allocs: 2, Jobs: 1}},
 		{name: "get is not allowed", method: "GET", wantStatus: 405},
 		{name: "no leader", method: "PUT", err: fmt.Errorf("gc: %w", structs.ErrNoLeader), wantStatus: 503},
 		{name: "not the leader", method: "PUT", err: fmt.Errorf("gc: %w", structs.ErrNotLeader), wantStatus: 503},
@@ -57,8 +58,8 @@ func TestSystemGC(t *testing.T) {
 	}
 }
 
-// TestSystemGCForwarded checks that PUT /v1/system/gc on a follower runs on
-// the leader.
+// TestSystemGCForwarded checks that PUT and POST /v1/system/gc on a
+// follower run on the leader.
 func TestSystemGCForwarded(t *testing.T) {
 	leader := newFakeCluster(true)
 	lts := serve(t, leader)
@@ -66,12 +67,16 @@ func TestSystemGCForwarded(t *testing.T) {
 	follower.leaderHTTP = hostOf(lts)
 	follower.errs["SystemGC"] = fmt.Errorf("the follower ran it: %w", structs.ErrInvalid)
 	fts := serve(t, follower)
-	resp, body := doReq(t, "PUT", fts.URL+"/v1/system/gc", "")
-	if resp.StatusCode != 200 {
-		t.Fatalf("forwarded system gc: %d %s", resp.StatusCode, body)
-	}
-	var got server.GCResult
-	if err := json.Unmarshal([]byte(body), &got); err != nil || got.Jobs != 1 {
-		t.Fatalf("body %q (%v): want the leader's counts", body, err)
+	for _, method := range []string{"PUT", "POST"} {
+		t.Run(method, func(t *testing.T) {
+			resp, body := doReq(t, method, fts.URL+"/v1/system/gc", "")
+			if resp.StatusCode != 200 {
+				t.Fatalf("forwarded system gc: %d %s", resp.StatusCode, body)
+			}
+			var got server.GCResult
+			if err := json.Unmarshal([]byte(body), &got); err != nil || got.Jobs != 1 {
+				t.Fatalf("body %q (%v): want the leader's counts", body, err)
+			}
+		})
 	}
 }
