@@ -62,8 +62,9 @@ func TestJobPlanAndRunCheckDriverConfig(t *testing.T) {
         command = "/bin/true"`, "", `group "g": task "t": config: unknown key "comand"`},
 		{"args numbers", `command = "/bin/echo"
         args = [1, 2]`, "", `group "g": task "t": config: key "args": element 0 must be a string, got a number 1`},
-		{"cpu_hard_limit without cpu", `command = "/bin/true"
+		{"cpu_hard_limit with cpu = 0", `command = "/bin/true"
         cpu_hard_limit = true`, `resources {
+        cpu    = 0
         memory = 32
       }`, `config: key "cpu_hard_limit" is true but the task's resources set no cpu`},
 	}
