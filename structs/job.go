@@ -115,7 +115,8 @@ type TaskGroup struct {
 	Constraints   []*Constraint
 	Affinities    []*Affinity
 	RestartPolicy *RestartPolicy
-	// ReschedulePolicy: see structs/reschedule.go; nil keeps the default.
+	// ReschedulePolicy: see structs/reschedule.go; Canonicalize sets
+	// DefaultReschedulePolicy when nil.
 	ReschedulePolicy *ReschedulePolicy
 	Tasks            []*Task
 	Meta             map[string]string
@@ -221,8 +222,11 @@ func DefaultRestartPolicy(jobType string) *RestartPolicy {
 }
 
 // Canonicalize fills defaults: Name from ID, Type service, Priority 50,
-// Datacenters ["dc1"], Namespace "default", group Count 1 and restart
-// policy by job type. It changes j in place; call it before Validate.
+// Datacenters ["dc1"], Namespace "default", and by job type the restart
+// policy and, except for gang groups, the reschedule policy
+// (DefaultRestartPolicy, DefaultReschedulePolicy) of a group without one,
+// and resources of 100 MHz and 300 MiB for a task without any.
+// It changes j in place; call it before Validate.
 func (j *Job) Canonicalize() {
 	if j.Name == "" {
 		j.Name = j.ID
@@ -254,6 +258,9 @@ func (j *Job) Canonicalize() {
 		}
 		if tg.RestartPolicy.Mode == "" {
 			tg.RestartPolicy.Mode = RestartModeFail
+		}
+		if tg.ReschedulePolicy == nil && !tg.Gang {
+			tg.ReschedulePolicy = DefaultReschedulePolicy(j.Type)
 		}
 		for _, t := range tg.Tasks {
 			if t != nil && t.Resources == nil {

@@ -9,15 +9,17 @@ import (
 // ReschedulePolicy says when the servers replace a failed allocation (a
 // new placement, possibly on another node), as Nomad's reschedule block:
 // at most Attempts replacements of the same allocation index within
-// Interval, or without limit when Unlimited. A group without one keeps the
-// default: a failed service allocation is always replaced, a failed batch
+// Interval, or without limit when Unlimited. A group without one gets
+// DefaultReschedulePolicy from Job.Canonicalize (gang groups excepted: a
+// gang restarts whole, see GangMaxRestarts). A nil policy, which only a
+// gang group or a job stored by an older build has, keeps the earlier
+// rule: a failed service allocation is replaced at once, a failed batch
 // allocation never.
 //
 // Delay is the wait between an allocation's failure (its ModifyTime, set
-// when the client reported it failed) and its replacement. Its default is
-// 0, a replacement at once, as before delay existed; Nomad's defaults (5s
-// batch, 30s service) are not applied so that jobs written for earlier
-// versions behave the same.
+// when the client reported it failed) and its replacement; 0 replaces at
+// once. A reschedule block that leaves delay out gets 0: the defaults
+// apply to a missing block, not to its missing fields.
 //
 // DelayFunction is "constant" (the default, also when empty): every
 // replacement waits Delay; or "exponential": the k-th failure of an
@@ -32,6 +34,21 @@ type ReschedulePolicy struct {
 	Delay         time.Duration
 	DelayFunction string
 	MaxDelay      time.Duration
+}
+
+// DefaultReschedulePolicy returns the policy a group without a reschedule
+// block gets, Nomad's defaults (nomad/structs/structs.go
+// DefaultServiceJobReschedulePolicy and DefaultBatchJobReschedulePolicy):
+// for a batch job one replacement per allocation index within 24 hours,
+// 5 seconds after the failure; for a service job replacements without
+// limit, 30 seconds after the first failure, doubling with each failure up
+// to 1 hour. Without them a service task that failed at start was replaced
+// in a tight loop, about five times a second.
+func DefaultReschedulePolicy(jobType string) *ReschedulePolicy {
+	if jobType == JobTypeBatch {
+		return &ReschedulePolicy{Attempts: 1, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: RescheduleDelayConstant}
+	}
+	return &ReschedulePolicy{Unlimited: true, Delay: 30 * time.Second, DelayFunction: RescheduleDelayExponential, MaxDelay: time.Hour}
 }
 
 // Reschedule delay functions.

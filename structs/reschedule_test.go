@@ -54,3 +54,37 @@ func TestValidateRescheduleDelay(t *testing.T) {
 		})
 	}
 }
+
+// TestCanonicalizeReschedulePolicy checks that Canonicalize gives a group
+// without a reschedule block Nomad's default for the job type, keeps a
+// block the job has, and leaves gang groups without one.
+func TestCanonicalizeReschedulePolicy(t *testing.T) {
+	own := &ReschedulePolicy{Attempts: 2, Interval: time.Hour}
+	cases := []struct {
+		name string
+		typ  string
+		gang bool
+		rp   *ReschedulePolicy
+		want *ReschedulePolicy
+	}{
+		{"service default", JobTypeService, false, nil, &ReschedulePolicy{Unlimited: true, Delay: 30 * time.Second, DelayFunction: RescheduleDelayExponential, MaxDelay: time.Hour}},
+		{"batch default", JobTypeBatch, false, nil, &ReschedulePolicy{Attempts: 1, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: RescheduleDelayConstant}},
+		{"type left empty is service", "", false, nil, DefaultReschedulePolicy(JobTypeService)},
+		{"own block kept as written", JobTypeService, false, own, own},
+		{"gang group left without", JobTypeBatch, true, nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := &Job{ID: "j", Type: tc.typ, TaskGroups: []*TaskGroup{{Name: "g", Count: 1, Gang: tc.gang, ReschedulePolicy: tc.rp,
+				Tasks: []*Task{{Name: "t", Driver: "native"}}}}}
+			j.Canonicalize()
+			got := j.TaskGroups[0].ReschedulePolicy
+			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+				t.Fatalf("policy %+v, want %+v", got, tc.want)
+			}
+			if err := j.Validate(); err != nil {
+				t.Fatalf("canonical job invalid: %v", err)
+			}
+		})
+	}
+}

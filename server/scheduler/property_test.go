@@ -74,6 +74,11 @@ func randomJob(rng *rand.Rand, id string) *structs.Job {
 	}
 	if rng.IntN(4) == 0 {
 		tg.Gang = true
+		tg.ReschedulePolicy = nil
+	} else if typ == structs.JobTypeService {
+		// Replace failures at once: a replacement waiting for its delay
+		// (reschedule_delay_test.go) would look queued while it fits.
+		tg.ReschedulePolicy = &structs.ReschedulePolicy{Unlimited: true}
 	}
 	if rng.IntN(5) == 0 {
 		tg.Requires = []string{"voice"}

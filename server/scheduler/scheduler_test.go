@@ -463,7 +463,10 @@ func TestLifecycle(t *testing.T) {
 	t.Run("failed service allocation is replaced", func(t *testing.T) {
 		h := newHarness(t)
 		h.state.upsertNode(gpuNode("n", 8, h100, 81559))
-		j := h.state.upsertJob(gpuJob("j", structs.JobTypeService, 2, 1, 100, 128))
+		job := gpuJob("j", structs.JobTypeService, 2, 1, 100, 128)
+		// No delay: the default (30 s) is tested in reschedule_default_test.go.
+		job.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Unlimited: true}
+		j := h.state.upsertJob(job)
 		h.process(newEval(j, structs.EvalTriggerJobRegister))
 		failed := h.state.liveAllocs("j")[1]
 		h.state.setClientStatus(structs.AllocClientStatusFailed, failed)
