@@ -1,7 +1,11 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/gpulayer/gpulayer/state"
@@ -73,6 +77,9 @@ type gcView struct {
 	// newestFailure is the newest ModifyTime of a failed allocation told
 	// to run, per "job\x00group\x00index".
 	newestFailure map[string]int64
+	// failureTimes holds, per job, group and index, the ModifyTimes of
+	// its failed allocations told to run, newest first.
+	failureTimes map[string][]int64
 }
 
 // selectGC decides, on one snapshot, what a collection at now (Unix
@@ -186,6 +193,7 @@ func newGCView(snap *state.StateSnapshot, now int64, th gcThresholds) (*gcView, 
 		byJob: map[string][]*structs.Allocation{}, byEval: map[string][]*structs.Allocation{},
 		byNode: map[string][]*structs.Allocation{}, evalsOf: map[string][]*structs.Evaluation{},
 		gangAttempt: map[string]int{}, newestFailure: map[string]int64{},
+		failureTimes: map[string][]int64{},
 	}
 	for _, j := range jobs {
 		v.jobs[j.ID] = j
@@ -209,7 +217,11 @@ func newGCView(snap *state.StateSnapshot, now int64, th gcThresholds) (*gcView, 
 		if a.ClientStatus == structs.AllocClientStatusFailed && runDesired(a) {
 			k := failureKey(a)
 			v.newestFailure[k] = max(v.newestFailure[k], a.ModifyTime)
+			v.failureTimes[k] = append(v.failureTimes[k], a.ModifyTime)
 		}
+	}
+	for _, ts := range v.failureTimes {
+		slices.SortFunc(ts, func(x, y int64) int { return cmp.Compare(y, x) })
 	}
 	return v, nil
 }
@@ -320,7 +332,10 @@ func (v *gcView) evalCollectable(e *structs.Evaluation) bool {
 //     run again;
 //   - a failed allocation of a group with a limited reschedule policy
 //     counts against its attempts while it is within Interval of its
-//     index's newest failure (always, when Interval is 0).
+//     index's newest failure (always, when Interval is 0);
+//   - with an unlimited policy that has a delay, the index's newest
+//     failures (as many as can still change the delay, delaySteps) set
+//     when the next replacement may start.
 func (v *gcView) keptForScheduler(job *structs.Job, a *structs.Allocation) bool {
 	tg := job.LookupTaskGroup(a.TaskGroup)
 	if tg == nil {
@@ -341,10 +356,41 @@ func (v *gcView) keptForScheduler(job *structs.Job, a *structs.Allocation) bool 
 		return true
 	}
 	rp := tg.ReschedulePolicy
-	if a.ClientStatus == structs.AllocClientStatusFailed && rp != nil && !rp.Unlimited {
-		return rp.Interval == 0 || v.newestFailure[failureKey(a)]-a.ModifyTime <= int64(rp.Interval)
+	if a.ClientStatus != structs.AllocClientStatusFailed || rp == nil {
+		return false
 	}
-	return false
+	key := failureKey(a)
+	inWindow := rp.Interval == 0 || v.newestFailure[key]-a.ModifyTime <= int64(rp.Interval)
+	if !inWindow {
+		return false
+	}
+	if !rp.Unlimited {
+		return true
+	}
+	// Without a limit the failures still set the delay before the next
+	// replacement (rescheduleDue counts them): keep the newest ones that
+	// can change it, so a collection neither resets a growing backoff nor
+	// removes the failure a replacement is waiting on.
+	rank := 1 + sort.Search(len(v.failureTimes[key]), func(i int) bool { return v.failureTimes[key][i] <= a.ModifyTime })
+	return rp.Delay > 0 && rank <= delaySteps(rp)
+}
+
+// delaySteps is how many of an index's newest failures can change the
+// delay before its next replacement (structs.ReschedulePolicy.DelayFor):
+// 1 for a constant delay; for an exponential one, the failures until the
+// delay reaches MaxDelay (all of them, as math.MaxInt, without MaxDelay).
+func delaySteps(rp *structs.ReschedulePolicy) int {
+	if rp.DelayFunction != structs.RescheduleDelayExponential {
+		return 1
+	}
+	if rp.MaxDelay <= 0 {
+		return math.MaxInt
+	}
+	k := 1
+	for rp.DelayFor(k) < rp.MaxDelay && k < 64 {
+		k++
+	}
+	return k
 }
 
 // runDesired reports whether the servers still want the allocation to run.

@@ -158,8 +158,30 @@ func TestSelectGC(t *testing.T) {
 				j := w.job(statetest.Job(), ago(3*time.Hour))
 				e := w.eval(j, done, ago(2*time.Hour))
 				a1 := w.alloc(j, n, e, stop, complete, ago(2*time.Hour), nil)
-				a2 := w.alloc(j, n, e, run, failed, ago(2*time.Hour), nil)
+				a2 := w.alloc(j, n, e, stop, failed, ago(2*time.Hour), nil)
 				return []string{e.ID, a1.ID, a2.ID}, []string{j.ID, n.ID}
+			},
+		},
+		{
+			// The default service policy (30 s doubling to 1 h) reaches
+			// its cap at the 8th failure: the 8 newest failures of an
+			// index set the next delay and stay; older ones go.
+			name: "unlimited policy with a delay keeps the failures that set the backoff",
+			th:   gcThresholds{},
+			setup: func(w *gcWorld) ([]string, []string) {
+				n := w.node(ready, ago(48*time.Hour))
+				j := w.job(statetest.Job(), ago(30*time.Hour))
+				e := w.eval(j, done, ago(20*time.Hour))
+				var gone, kept []string
+				for i := 0; i < 10; i++ {
+					a := w.alloc(j, n, e, run, failed, ago(time.Duration(20-i)*time.Hour), nil)
+					if i < 2 {
+						gone = append(gone, a.ID)
+					} else {
+						kept = append(kept, a.ID)
+					}
+				}
+				return gone, append(kept, e.ID, j.ID)
 			},
 		},
 		{
