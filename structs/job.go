@@ -261,6 +261,15 @@ func (j *Job) Canonicalize() {
 		}
 		if tg.ReschedulePolicy == nil && !tg.Gang {
 			tg.ReschedulePolicy = DefaultReschedulePolicy(j.Type)
+		} else if rp := tg.ReschedulePolicy; rp != nil && rp.Delay == 0 && rp.DelayFunction == "" && rp.MaxDelay == 0 {
+			// A block that says nothing of the delay (reschedule
+			// { unlimited = true }) takes the job type's default delay,
+			// as Nomad fills a partial block; otherwise it would replace
+			// a failing task in a tight loop.
+			d := DefaultReschedulePolicy(j.Type)
+			c := *rp
+			c.Delay, c.DelayFunction, c.MaxDelay = d.Delay, d.DelayFunction, d.MaxDelay
+			tg.ReschedulePolicy = &c
 		}
 		for _, t := range tg.Tasks {
 			if t != nil && t.Resources == nil {

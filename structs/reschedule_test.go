@@ -60,6 +60,7 @@ func TestValidateRescheduleDelay(t *testing.T) {
 // block the job has, and leaves gang groups without one.
 func TestCanonicalizeReschedulePolicy(t *testing.T) {
 	own := &ReschedulePolicy{Attempts: 2, Interval: time.Hour}
+	withDelay := &ReschedulePolicy{Unlimited: true, Delay: 10 * time.Second, DelayFunction: RescheduleDelayConstant}
 	cases := []struct {
 		name string
 		typ  string
@@ -70,7 +71,11 @@ func TestCanonicalizeReschedulePolicy(t *testing.T) {
 		{"service default", JobTypeService, false, nil, &ReschedulePolicy{Unlimited: true, Delay: 30 * time.Second, DelayFunction: RescheduleDelayExponential, MaxDelay: time.Hour}},
 		{"batch default", JobTypeBatch, false, nil, &ReschedulePolicy{Attempts: 1, Interval: 24 * time.Hour, Delay: 5 * time.Second, DelayFunction: RescheduleDelayConstant}},
 		{"type left empty is service", "", false, nil, DefaultReschedulePolicy(JobTypeService)},
-		{"own block kept as written", JobTypeService, false, own, own},
+		{"own block without a delay takes the default delay", JobTypeService, false, own,
+			&ReschedulePolicy{Attempts: 2, Interval: time.Hour, Delay: 30 * time.Second, DelayFunction: RescheduleDelayExponential, MaxDelay: time.Hour}},
+		{"unlimited block without a delay, batch", JobTypeBatch, false, &ReschedulePolicy{Unlimited: true},
+			&ReschedulePolicy{Unlimited: true, Delay: 5 * time.Second, DelayFunction: RescheduleDelayConstant}},
+		{"own delay kept as written", JobTypeService, false, withDelay, withDelay},
 		{"gang group left without", JobTypeBatch, true, nil, nil},
 	}
 	for _, tc := range cases {
