@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 )
@@ -46,8 +47,16 @@ type JobQueueEntry struct {
 	Reasons map[string]string
 }
 
-// Plan asks what registering job would do, without doing it.
+// ErrEmptyJobID is returned by Jobs.Plan for a job without an ID.
+var ErrEmptyJobID = errors.New("invalid job: ID: must not be empty (name the job, as in job \"train\" { ... })")
+
+// Plan asks what registering job would do, without doing it. A job
+// without an ID is refused here, with ErrEmptyJobID, since the route
+// names the job: the server's register would refuse it too.
 func (j *Jobs) Plan(job *Job) (*JobPlanResponse, error) {
+	if job == nil || job.ID == "" {
+		return nil, ErrEmptyJobID
+	}
 	var out JobPlanResponse
 	if _, err := j.c.write(http.MethodPut, "/v1/job/"+url.PathEscape(job.ID)+"/plan", nil, &JobRegisterRequest{Job: job}, &out, nil); err != nil {
 		return nil, err

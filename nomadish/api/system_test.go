@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 )
 
@@ -44,5 +45,26 @@ func TestSystemGarbageCollect(t *testing.T) {
 				t.Fatalf("got %+v, want %+v", *got, *tc.want)
 			}
 		})
+	}
+}
+
+// TestPlanEmptyJobID checks that a job without an ID is refused before
+// any request (the route would be /v1/job//plan, which the server's mux
+// redirects), with a message that says what is wrong.
+func TestPlanEmptyJobID(t *testing.T) {
+	requests := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { requests++ }))
+	defer ts.Close()
+	c, err := NewClient(&Config{Address: ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, job := range []*Job{nil, {}} {
+		if _, err := c.Jobs().Plan(job); !errors.Is(err, ErrEmptyJobID) {
+			t.Fatalf("Plan(%+v) error = %v, want ErrEmptyJobID", job, err)
+		}
+	}
+	if requests != 0 {
+		t.Fatalf("%d requests sent for a job without an ID", requests)
 	}
 }
