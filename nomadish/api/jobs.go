@@ -5,7 +5,10 @@
 // structs package's types of the same shape and back.
 package api
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Job types accepted in Job.Type.
 const (
@@ -146,12 +149,34 @@ type Task struct {
 
 // Resources is what a task needs from a node.
 type Resources struct {
-	// CPU is the CPU share in MHz.
+	// CPU is the CPU share in MHz. Decoded from JSON that leaves it out,
+	// it is DefaultCPU.
 	CPU int
-	// MemoryMB is the memory limit in MiB.
+	// MemoryMB is the memory limit in MiB. Decoded from JSON that leaves
+	// it out, it is DefaultMemoryMB.
 	MemoryMB int
 	// Devices are the devices (such as GPUs) the task needs.
 	Devices []*RequestedDevice
+}
+
+// Defaults of a task's resources when a jobspec or a JSON body leaves
+// cpu or memory out, as in Nomad (api Resources.Canonicalize): 100 MHz
+// and 300 MiB. An explicit 0 stays 0 (no limit, nothing accounted).
+const (
+	DefaultCPU      = 100
+	DefaultMemoryMB = 300
+)
+
+// UnmarshalJSON decodes Resources, giving a field the JSON leaves out its
+// default (DefaultCPU, DefaultMemoryMB) rather than 0.
+func (r *Resources) UnmarshalJSON(b []byte) error {
+	type plain Resources
+	v := plain{CPU: DefaultCPU, MemoryMB: DefaultMemoryMB}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = Resources(v)
+	return nil
 }
 
 // RequestedDevice asks for Count instances of a device kind.

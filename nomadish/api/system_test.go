@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -66,5 +67,33 @@ func TestPlanEmptyJobID(t *testing.T) {
 	}
 	if requests != 0 {
 		t.Fatalf("%d requests sent for a job without an ID", requests)
+	}
+}
+
+// TestResourcesJSONDefaults checks that JSON leaving cpu or memory out
+// decodes to Nomad's defaults, while an explicit 0 stays 0.
+func TestResourcesJSONDefaults(t *testing.T) {
+	cases := []struct {
+		in          string
+		cpu, memory int
+	}{
+		{`{}`, 100, 300},
+		{`{"MemoryMB":50}`, 100, 50},
+		{`{"CPU":500}`, 500, 300},
+		{`{"CPU":0,"MemoryMB":0}`, 0, 0},
+		{`{"Devices":[{"Name":"nvidia/gpu","Count":1}]}`, 100, 300},
+	}
+	for _, c := range cases {
+		var r Resources
+		if err := json.Unmarshal([]byte(c.in), &r); err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if r.CPU != c.cpu || r.MemoryMB != c.memory {
+			t.Errorf("%s: cpu %d memory %d, want %d and %d", c.in, r.CPU, r.MemoryMB, c.cpu, c.memory)
+		}
+	}
+	var r Resources
+	if err := json.Unmarshal([]byte(`{"MemoryMB":"lots"}`), &r); err == nil {
+		t.Fatal("a string MemoryMB decoded without error")
 	}
 }

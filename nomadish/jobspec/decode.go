@@ -22,11 +22,11 @@ const (
 	defaultGroupCount  = 1
 	defaultDeviceCount = 1
 	// defaultCPU (MHz) and defaultMemoryMB (MiB) fill a resources block
-	// that leaves cpu or memory out, as Nomad's jobspec does (api
-	// Resources.Canonicalize: 100 MHz, 300 MiB); structs.Job.Canonicalize
-	// gives the same to a task with no resources block at all.
-	defaultCPU            = 100
-	defaultMemoryMB       = 300
+	// that leaves cpu or memory out (api.DefaultCPU, api.DefaultMemoryMB,
+	// Nomad's defaults); structs.Job.Canonicalize gives the same to a task
+	// with no resources block at all.
+	defaultCPU            = api.DefaultCPU
+	defaultMemoryMB       = api.DefaultMemoryMB
 	defaultOperand        = "="
 	defaultAffinityWeight = 50
 )
