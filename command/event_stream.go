@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
-	"github.com/hashicorp/cli"
 )
 
 // EventStreamCommand prints the cluster's state changes as they happen.
@@ -63,16 +62,9 @@ func (c *EventStreamCommand) Run(args []string) int {
 	var topics topicFlags
 	fs.Uint64Var(&index, "index", 0, "")
 	fs.Var(&topics, "topic", "")
-	if err := fs.Parse(args); err != nil {
-		return cli.RunResultHelp
-	}
-	if fs.NArg() != 0 {
-		c.Meta.UI.Error("This command takes no arguments")
-		return cli.RunResultHelp
-	}
-	client, err := c.Meta.client()
-	if err != nil {
-		return c.Meta.errorf("Error initializing client: %v", err)
+	client, code := c.Meta.optionsOnly(fs, args)
+	if client == nil {
+		return code
 	}
 	ctx := c.ctx
 	if ctx == nil {

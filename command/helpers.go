@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hashicorp/cli"
+
 	"github.com/gpulayer/gpulayer/nomadish/api"
 )
 
@@ -51,6 +53,25 @@ const jsonOption = `
 // client returns an API client for -address.
 func (m *Meta) client() (*api.Client, error) {
 	return api.NewClient(&api.Config{Address: m.address})
+}
+
+// optionsOnly parses args with fs for a command that takes options but no
+// arguments, and returns the API client for -address. When the client is
+// nil, code is the exit code to return: cli.RunResultHelp for a bad flag
+// or an argument, 1 when the client cannot be made.
+func (m *Meta) optionsOnly(fs *flag.FlagSet, args []string) (client *api.Client, code int) {
+	if err := fs.Parse(args); err != nil {
+		return nil, cli.RunResultHelp
+	}
+	if fs.NArg() != 0 {
+		m.UI.Error("This command takes no arguments")
+		return nil, cli.RunResultHelp
+	}
+	client, err := m.client()
+	if err != nil {
+		return nil, m.errorf("Error initializing client: %v", err)
+	}
+	return client, 0
 }
 
 // printJSON prints v as indented JSON.

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
-	"github.com/hashicorp/cli"
 )
 
 // JobQueueCommand lists the work waiting to be placed.
@@ -32,16 +31,9 @@ func (c *JobQueueCommand) Synopsis() string {
 // Run lists the queue.
 func (c *JobQueueCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("job queue", true)
-	if err := fs.Parse(args); err != nil {
-		return cli.RunResultHelp
-	}
-	if fs.NArg() != 0 {
-		c.Meta.UI.Error("This command takes no arguments")
-		return cli.RunResultHelp
-	}
-	client, err := c.Meta.client()
-	if err != nil {
-		return c.Meta.errorf("Error initializing client: %v", err)
+	client, code := c.Meta.optionsOnly(fs, args)
+	if client == nil {
+		return code
 	}
 	q, _, err := client.Jobs().Queue(nil)
 	if err != nil {

@@ -28,16 +28,9 @@ func (c *OperatorRaftListPeersCommand) Synopsis() string { return "List the Raft
 // Run lists the peers.
 func (c *OperatorRaftListPeersCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("operator raft list-peers", true)
-	if err := fs.Parse(args); err != nil {
-		return cli.RunResultHelp
-	}
-	if fs.NArg() != 0 {
-		c.Meta.UI.Error("This command takes no arguments")
-		return cli.RunResultHelp
-	}
-	client, err := c.Meta.client()
-	if err != nil {
-		return c.Meta.errorf("Error initializing client: %v", err)
+	client, code := c.Meta.optionsOnly(fs, args)
+	if client == nil {
+		return code
 	}
 	conf, err := client.Operator().RaftGetConfiguration(nil)
 	if err != nil {

@@ -50,16 +50,9 @@ func (c *ServerMembersCommand) Synopsis() string { return "List the servers know
 // Run lists the members.
 func (c *ServerMembersCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("server members", true)
-	if err := fs.Parse(args); err != nil {
-		return cli.RunResultHelp
-	}
-	if fs.NArg() != 0 {
-		c.Meta.UI.Error("This command takes no arguments")
-		return cli.RunResultHelp
-	}
-	client, err := c.Meta.client()
-	if err != nil {
-		return c.Meta.errorf("Error initializing client: %v", err)
+	client, code := c.Meta.optionsOnly(fs, args)
+	if client == nil {
+		return code
 	}
 	members, err := client.Agent().Members()
 	if err != nil {

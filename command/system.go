@@ -3,8 +3,6 @@ package command
 import (
 	"fmt"
 	"strings"
-
-	"github.com/hashicorp/cli"
 )
 
 // SystemCommand groups the system subcommands; run alone it prints help.
@@ -51,16 +49,9 @@ func (c *SystemGCCommand) Synopsis() string { return "Run the system garbage col
 // Run forces the collection and prints what it removed.
 func (c *SystemGCCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("system gc", true)
-	if err := fs.Parse(args); err != nil {
-		return cli.RunResultHelp
-	}
-	if fs.NArg() != 0 {
-		c.Meta.UI.Error("This command takes no arguments")
-		return cli.RunResultHelp
-	}
-	client, err := c.Meta.client()
-	if err != nil {
-		return c.Meta.errorf("Error initializing client: %v", err)
+	client, code := c.Meta.optionsOnly(fs, args)
+	if client == nil {
+		return code
 	}
 	res, err := client.System().GarbageCollectCounts(nil)
 	if err != nil {
