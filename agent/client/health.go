@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gpulayer/gpulayer/agent/client/devices"
@@ -144,25 +145,7 @@ func findInstance(n *structs.Node, id string) *structs.DeviceInstance {
 
 // holdsDevice reports whether the allocation was given device instance id.
 func holdsDevice(a *structs.Allocation, id string) bool {
-	if a == nil || a.AllocatedResources == nil {
-		return false
-	}
-	for _, tr := range a.AllocatedResources.Tasks {
-		if tr == nil {
-			continue
-		}
-		for _, d := range tr.Devices {
-			if d == nil {
-				continue
-			}
-			for _, got := range d.DeviceIDs {
-				if got == id {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return a != nil && slices.Contains(a.DeviceIDs(), id)
 }
 
 // noteUnhealthyGPU records a TaskEventGPUUnhealthy event on every task of
