@@ -86,7 +86,8 @@ func TestSubmitChecksDriverConfig(t *testing.T) {
 		}
 		return resp.StatusCode, string(raw)
 	}
-	noCPU := map[string]interface{}{"MemoryMB": 32}
+	// An explicit CPU of 0: a Resources object that leaves CPU out gets 100 MHz.
+	noCPU := map[string]interface{}{"CPU": 0, "MemoryMB": 32}
 	cases := []struct {
 		name      string
 		driver    string
