@@ -272,6 +272,17 @@ func (f *frameWriter) Write(p []byte) (int, error) {
 	return total, nil
 }
 
+// discardExecBody reads what a client already sent of a refused exec's
+// stdin (at most 64 KiB, for at most 1 second) before the error answer:
+// answering while the client still writes would close the connection under
+// it, and the client would see a broken pipe instead of the error.
+func discardExecBody(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(time.Second))
+	_, _ = io.CopyN(io.Discard, r.Body, 64<<10)
+	_ = rc.SetReadDeadline(time.Time{})
+}
+
 // allocExec handles POST /v1/allocation/{id}/exec?task=&tty=&command=[...]:
 // stdin frames come in the request body, output frames and the exit code
 // go out in the response (see api.ExecFrameStdin).
@@ -279,11 +290,13 @@ func (h *handler) allocExec(w http.ResponseWriter, r *http.Request, actor allocA
 	q := r.URL.Query()
 	var cmd []string
 	if err := json.Unmarshal([]byte(q.Get("command")), &cmd); err != nil || len(cmd) == 0 {
+		discardExecBody(w, r)
 		h.writeError(w, r, badRequest("command parameter must be a non-empty JSON list of strings, e.g. [\"env\"]"))
 		return
 	}
 	tty, err := parseBool(r, "tty")
 	if err != nil {
+		discardExecBody(w, r)
 		h.writeError(w, r, err)
 		return
 	}
