@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
-	"github.com/hashicorp/cli"
 )
 
 // JobPlanCommand shows what running a jobspec would do, changing nothing.
@@ -50,24 +49,9 @@ func (c *JobPlanCommand) Synopsis() string { return "Show where a job would be p
 // Run plans the job.
 func (c *JobPlanCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("job plan", true)
-	var varFile string
-	vars := varFlags{}
-	fs.Var(vars, "var", "")
-	fs.StringVar(&varFile, "var-file", "", "")
-	if err := fs.Parse(args); err != nil {
-		return cli.RunResultHelp
-	}
-	if fs.NArg() != 1 {
-		c.Meta.UI.Error("This command takes one argument: the jobspec file")
-		return cli.RunResultHelp
-	}
-	job, code := c.Meta.parseJobFile(fs.Arg(0), varFile, vars)
-	if job == nil {
+	job, client, code := c.Meta.jobFileAndClient(fs, args, addJobFileOptions(fs))
+	if job == nil || client == nil {
 		return code
-	}
-	client, err := c.Meta.client()
-	if err != nil {
-		return c.Meta.errorf("Error initializing client: %v", err)
 	}
 	plan, err := client.Jobs().Plan(job)
 	if err != nil {

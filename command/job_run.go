@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -70,27 +71,13 @@ func (v varFlags) Set(s string) error {
 func (c *JobRunCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("job run", false)
 	var detach bool
-	var varFile string
-	vars := varFlags{}
 	fs.BoolVar(&detach, "detach", false, "")
 	progress := c.Meta.terminal()
 	fs.BoolVar(&progress, "progress", progress, "")
-	fs.Var(vars, "var", "")
-	fs.StringVar(&varFile, "var-file", "", "")
-	if err := fs.Parse(args); err != nil {
-		return cli.RunResultHelp
-	}
-	if fs.NArg() != 1 {
-		c.Meta.UI.Error("This command takes one argument: the jobspec file")
-		return cli.RunResultHelp
-	}
-	job, code := c.Meta.parseJobFile(fs.Arg(0), varFile, vars)
-	if job == nil {
+	jf := addJobFileOptions(fs)
+	job, client, code := c.Meta.jobFileAndClient(fs, args, jf)
+	if job == nil || client == nil {
 		return code
-	}
-	client, err := c.Meta.client()
-	if err != nil {
-		return c.Meta.errorf("Error initializing client: %v", err)
 	}
 	resp, _, err := client.Jobs().Register(job, nil)
 	if err != nil {
@@ -113,6 +100,45 @@ func (c *JobRunCommand) Run(args []string) int {
 		return code
 	}
 	return c.Meta.watchStart(ctx, client, job.ID, resp.EvalID, c.Meta.terminal())
+}
+
+// jobFileOptions are the -var and -var-file options of a command that
+// reads a jobspec (job run, job plan).
+type jobFileOptions struct {
+	varFile string
+	vars    varFlags
+}
+
+// addJobFileOptions registers -var and -var-file on fs.
+func addJobFileOptions(fs *flag.FlagSet) *jobFileOptions {
+	o := &jobFileOptions{vars: varFlags{}}
+	fs.Var(o.vars, "var", "")
+	fs.StringVar(&o.varFile, "var-file", "", "")
+	return o
+}
+
+// jobFileAndClient parses args, which must be one argument (the jobspec
+// file), parses that jobspec with o's variables and returns the job and
+// the API client for -address. When either is nil, code is the exit code
+// to return: cli.RunResultHelp for bad usage, 1 for a bad jobspec or
+// client.
+func (m *Meta) jobFileAndClient(fs *flag.FlagSet, args []string, o *jobFileOptions) (job *api.Job, client *api.Client, code int) {
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, cli.RunResultHelp
+	}
+	if fs.NArg() != 1 {
+		m.UI.Error("This command takes one argument: the jobspec file")
+		return nil, nil, cli.RunResultHelp
+	}
+	job, code = m.parseJobFile(fs.Arg(0), o.varFile, o.vars)
+	if job == nil {
+		return nil, nil, code
+	}
+	client, err := m.client()
+	if err != nil {
+		return nil, nil, m.errorf("Error initializing client: %v", err)
+	}
+	return job, client, 0
 }
 
 // parseJobFile parses the jobspec at path with the variables of varFile
