@@ -404,13 +404,7 @@ func shortID(id string) string {
 }
 
 func (d *Driver) lookup(taskID string) (*task, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t := d.tasks[taskID]
-	if t == nil {
-		return nil, fmt.Errorf("%w: %s", driver.ErrTaskNotFound, taskID)
-	}
-	return t, nil
+	return driver.LookupTask(&d.mu, d.tasks, taskID)
 }
 
 // WaitTask returns a channel that gets the task's exit result once and is
