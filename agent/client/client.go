@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/agent/driver/allocdir"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -346,14 +347,19 @@ func (c *Client) AllocLogs(ctx context.Context, allocID, task, logType string, f
 		// remain, and nothing runs.
 		dead = func() bool { return true }
 	}
-	logDir := filepath.Join(c.cfg.DataDir, "allocs", allocID, task, "logs")
-	if _, err := os.Stat(logDir); err != nil {
-		if ar == nil {
+	allocDir := filepath.Join(c.cfg.DataDir, "allocs", allocID)
+	rel := task + "/logs"
+	if ar == nil {
+		// Only an allocation whose log directory exists (beneath its
+		// allocation directory) is known.
+		root, err := allocdir.OpenRoot(allocDir, rel)
+		if err != nil {
 			return nil, fmt.Errorf("%w: allocation %s", structs.ErrNotFound, allocID)
 		}
-		// Known task whose directory is not built yet: follow waits for it.
+		root.Close()
 	}
-	return newLogReader(ctx, logDir, task+"."+logType, follow, dead), nil
+	// A known task whose directory is not built yet: follow waits for it.
+	return newLogReaderBeneath(ctx, allocDir, rel, task+"."+logType, follow, dead), nil
 }
 
 // pathElem reports whether s is a single, plain path element, so IDs from

@@ -35,7 +35,14 @@ func (c *Client) collectAlloc(allocID string) {
 		log.Warn("forget task handles", "error", err)
 	}
 	dir := filepath.Join(c.cfg.DataDir, "allocs", allocID)
-	if err := os.RemoveAll(dir); err != nil {
+	// Removed beneath the allocs directory: RemoveAll unlinks symlinks
+	// and hard links the tasks made, never what they point to.
+	allocs, err := os.OpenRoot(filepath.Join(c.cfg.DataDir, "allocs"))
+	if err == nil {
+		err = allocs.RemoveAll(allocID)
+		allocs.Close()
+	}
+	if err != nil {
 		log.Warn("remove allocation directory", "dir", dir, "error", err)
 		return
 	}

@@ -6,23 +6,31 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
+
+	"github.com/gpulayer/gpulayer/agent/driver/allocdir"
 )
 
 // logPollInterval is how often a following reader looks for new data.
 const logPollInterval = 100 * time.Millisecond
 
-// logReader reads dir/base.<n> from the oldest kept file to the newest.
+// logReader reads base.<n> of a log directory from the oldest kept file to
+// the newest. The directory is opened beneath its allocation directory
+// (package allocdir) and every file is checked before a byte is read, so
+// a symlink or hard link a task planted never reads a host file back.
 // Without follow it ends (io.EOF) at the end of the newest file. With
 // follow it waits for more data, moving to the next file on rotation, and
 // ends when ctx is done (returning ctx's error) or when dead() reports the
 // task finished and everything was read.
 type logReader struct {
-	ctx    context.Context
-	dir    string
+	ctx context.Context
+	// anchor and rel: the log directory is rel beneath anchor.
+	anchor string
+	rel    string
+	root   *os.Root // opened on first use; nil until the directory exists
 	base   string
 	follow bool
 	dead   func() bool
@@ -39,8 +47,43 @@ type logReader struct {
 	startOffset int64
 }
 
+// newLogReader reads dir/base.<n>, with dir opened by path (tests and
+// directories no task can change).
 func newLogReader(ctx context.Context, dir, base string, follow bool, dead func() bool) *logReader {
-	return &logReader{ctx: ctx, dir: dir, base: base, follow: follow, dead: dead, index: -1, startIndex: -1, closeCh: make(chan struct{})}
+	return newLogReaderBeneath(ctx, dir, "", base, follow, dead)
+}
+
+// newLogReaderBeneath reads base.<n> of the log directory rel (slashes)
+// beneath the allocation directory allocDir.
+func newLogReaderBeneath(ctx context.Context, allocDir, rel, base string, follow bool, dead func() bool) *logReader {
+	return &logReader{ctx: ctx, anchor: allocDir, rel: rel, base: base, follow: follow, dead: dead, index: -1, startIndex: -1, closeCh: make(chan struct{})}
+}
+
+// dirRoot returns the log directory's root, opening it on first use; nil
+// (and no error) while the directory does not exist.
+func (r *logReader) dirRoot() (*os.Root, error) {
+	if r.root != nil {
+		return r.root, nil
+	}
+	root, err := allocdir.OpenRoot(r.anchor, r.rel)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.root = root
+	return root, nil
+}
+
+// indexes lists the rotation indexes of the log files, none while the
+// directory does not exist.
+func (r *logReader) indexes() ([]int, error) {
+	root, err := r.dirRoot()
+	if root == nil || err != nil {
+		return nil, err
+	}
+	return logIndexesIn(root, r.base)
 }
 
 // Read implements io.Reader.
@@ -115,7 +158,7 @@ func (r *logReader) waitOrEnd() (bool, error) {
 			}
 			return false, nil
 		}
-		if idx, _ := logIndexes(r.dir, r.base); len(idx) == 0 || idx[len(idx)-1] <= r.index {
+		if idx, _ := r.indexes(); len(idx) == 0 || idx[len(idx)-1] <= r.index {
 			return true, io.EOF
 		}
 		return false, nil
@@ -148,7 +191,7 @@ func (r *logReader) atEOF() bool {
 // openNext opens the oldest kept file with an index above the last one
 // read. It reports false when there is none yet.
 func (r *logReader) openNext() (bool, error) {
-	idx, err := logIndexes(r.dir, r.base)
+	idx, err := r.indexes()
 	if err != nil {
 		return false, err
 	}
@@ -156,9 +199,15 @@ func (r *logReader) openNext() (bool, error) {
 		if i <= r.index {
 			continue
 		}
-		f, err := os.Open(filepath.Join(r.dir, r.base+"."+strconv.Itoa(i)))
+		f, err := allocdir.OpenRead(r.root, r.base+"."+strconv.Itoa(i))
 		if errors.Is(err, fs.ErrNotExist) {
 			// Rotated away between listing and opening: try the next.
+			continue
+		}
+		if errors.Is(err, allocdir.ErrUnsafe) || errors.Is(err, syscall.ELOOP) || errors.Is(err, syscall.ENXIO) {
+			// Planted by the task (a link out, a FIFO, a hard link):
+			// never read; skip to the next file.
+			r.index = i
 			continue
 		}
 		if err != nil {
@@ -180,7 +229,7 @@ func (r *logReader) openNext() (bool, error) {
 }
 
 func (r *logReader) hasNewer() (bool, error) {
-	idx, err := logIndexes(r.dir, r.base)
+	idx, err := r.indexes()
 	if err != nil {
 		return false, err
 	}
@@ -193,10 +242,16 @@ func (r *logReader) Close() error {
 	r.closeOnce.Do(func() { close(r.closeCh) })
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var err error
 	if r.f != nil {
-		err := r.f.Close()
+		err = r.f.Close()
 		r.f = nil
-		return err
 	}
-	return nil
+	if r.root != nil {
+		if rerr := r.root.Close(); err == nil {
+			err = rerr
+		}
+		r.root = nil
+	}
+	return err
 }

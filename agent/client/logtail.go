@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 
+	"github.com/gpulayer/gpulayer/agent/driver/allocdir"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -26,7 +26,18 @@ func (c *Client) AllocLogsTail(ctx context.Context, allocID, task, logType strin
 		return rc, err
 	}
 	r := rc.(*logReader)
-	idx, off, err := tailStart(r.dir, r.base, lines, bytes)
+	r.mu.Lock()
+	root, err := r.dirRoot()
+	r.mu.Unlock()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	if root == nil {
+		// No log directory yet: read from the first file that appears.
+		return r, nil
+	}
+	idx, off, err := tailStart(root, r.base, lines, bytes)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -37,18 +48,30 @@ func (c *Client) AllocLogsTail(ctx context.Context, allocID, task, logType strin
 	return r, nil
 }
 
+// maxTailScan bounds how much of one log file tailStart reads to count
+// lines, in bytes: a file is at most twice the rotation size, which the
+// client's config bounds, and this caps it again.
+const maxTailScan = 1 << 30
+
 // tailStart finds where the last lines lines (or bytes bytes) of
-// dir/base.<n> begin: a file index and an offset in it. With no files it
-// returns index -1 (read from the first file that appears).
-func tailStart(dir, base string, lines int, nbytes int64) (int, int64, error) {
-	idx, err := logIndexes(dir, base)
+// base.<n> in the log directory root begin: a file index and an offset in
+// it. With no files it returns index -1 (read from the first file that
+// appears). Files are opened with allocdir's checks; a refused file
+// counts as empty.
+func tailStart(root *os.Root, base string, lines int, nbytes int64) (int, int64, error) {
+	idx, err := logIndexesIn(root, base)
 	if err != nil || len(idx) == 0 {
 		return -1, 0, err
 	}
 	if nbytes > 0 {
 		remain := nbytes
 		for k := len(idx) - 1; k >= 0; k-- {
-			fi, err := os.Stat(filepath.Join(dir, base+"."+strconv.Itoa(idx[k])))
+			f, err := allocdir.OpenRead(root, base+"."+strconv.Itoa(idx[k]))
+			if err != nil {
+				continue
+			}
+			fi, err := f.Stat()
+			f.Close()
 			if err != nil {
 				continue
 			}
@@ -64,7 +87,7 @@ func tailStart(dir, base string, lines int, nbytes int64) (int, int64, error) {
 	need := lines
 	trailing := true
 	for k := len(idx) - 1; k >= 0; k-- {
-		b, err := os.ReadFile(filepath.Join(dir, base+"."+strconv.Itoa(idx[k])))
+		b, err := allocdir.ReadFile(root, base+"."+strconv.Itoa(idx[k]), maxTailScan)
 		if err != nil {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -48,7 +49,12 @@ func TestTailStartAcrossRotations(t *testing.T) {
 		read := func(lines int, nbytes int64) string {
 			t.Helper()
 			r := newLogReader(context.Background(), dir, "main.stdout", false, nil)
-			idx, off, err := tailStart(dir, "main.stdout", lines, nbytes)
+			root, err := os.OpenRoot(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer root.Close()
+			idx, off, err := tailStart(root, "main.stdout", lines, nbytes)
 			if err != nil {
 				t.Fatal(err)
 			}

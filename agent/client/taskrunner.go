@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/agent/driver/allocdir"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -313,8 +313,11 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 // setup builds the task directory and opens the log writers. It returns
 // nil writers when the driver writes the log files itself.
 func (tr *taskRunner) setup() (stdout, stderr *rotatingWriter, err error) {
+	// Beneath the allocation directory: a task (or a container, which
+	// has it at /alloc) that replaced a directory with a symlink out of
+	// it makes this fail instead of creating directories elsewhere.
 	for _, d := range taskSubdirs {
-		if err := os.MkdirAll(filepath.Join(tr.taskDir, d), 0o700); err != nil {
+		if err := allocdir.MkdirAll(tr.ar.allocDir, tr.task.Name+"/"+d, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("create task directory: %w", err)
 		}
 	}
@@ -323,11 +326,11 @@ func (tr *taskRunner) setup() (stdout, stderr *rotatingWriter, err error) {
 	}
 	logDir := filepath.Join(tr.taskDir, "logs")
 	c := tr.ar.c.cfg
-	stdout, err = newRotatingWriter(logDir, tr.task.Name+".stdout", c.logMaxFileSizeBytes, c.LogMaxFiles)
+	stdout, err = newTaskLogWriter(tr.ar.allocDir, logDir, tr.task.Name+".stdout", c.logMaxFileSizeBytes, c.LogMaxFiles)
 	if err != nil {
 		return nil, nil, err
 	}
-	stderr, err = newRotatingWriter(logDir, tr.task.Name+".stderr", c.logMaxFileSizeBytes, c.LogMaxFiles)
+	stderr, err = newTaskLogWriter(tr.ar.allocDir, logDir, tr.task.Name+".stderr", c.logMaxFileSizeBytes, c.LogMaxFiles)
 	if err != nil {
 		stdout.Close()
 		return nil, nil, err

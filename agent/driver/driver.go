@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -112,6 +113,11 @@ type TaskConfig struct {
 	// root only); empty means the agent's own user.
 	User string
 }
+
+// AllocDir is the allocation directory: the parent of TaskDir. Every file
+// a driver touches under it is opened beneath it with package allocdir,
+// anchored there, since the task can change anything below it.
+func (c *TaskConfig) AllocDir() string { return filepath.Dir(c.TaskDir) }
 
 // LogFileWriter is implemented by drivers that write a task's rotated log
 // files themselves when TaskConfig.LogDir is set (so the files keep

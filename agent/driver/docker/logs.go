@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/agent/driver/allocdir"
 )
 
 // sinceSaveInterval is how often the log position is saved while a
@@ -35,16 +35,39 @@ func sincePath(cfg *driver.TaskConfig) string {
 	return filepath.Join(cfg.LogDir, "."+cfg.Name+".docker-since")
 }
 
+// maxSinceFile bounds the log position file, in bytes.
+const maxSinceFile = 256
+
+// readSince returns the saved log position, or "" when there is none or
+// the file is refused: it is read beneath the allocation directory, which
+// the container can write (package allocdir).
 func readSince(cfg *driver.TaskConfig) string {
 	p := sincePath(cfg)
 	if p == "" {
 		return ""
 	}
-	b, err := os.ReadFile(p)
+	root, err := allocdir.OpenBeneath(cfg.AllocDir(), cfg.LogDir)
+	if err != nil {
+		return ""
+	}
+	defer root.Close()
+	b, err := allocdir.ReadFile(root, filepath.Base(p), maxSinceFile)
 	if err != nil {
 		return ""
 	}
 	return string(bytes.TrimSpace(b))
+}
+
+// writeSince saves the log position l through a fresh file and a rename
+// beneath the allocation directory: a symlink the container planted under
+// the name is replaced, never followed.
+func writeSince(cfg *driver.TaskConfig, l string) error {
+	root, err := allocdir.OpenBeneath(cfg.AllocDir(), cfg.LogDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return allocdir.WriteFile(root, filepath.Base(sincePath(cfg)), []byte(l), 0o600, false)
 }
 
 // streamLogs copies the container's stdout and stderr to the task's
@@ -80,7 +103,7 @@ func (d *Driver) streamLogs(t *task, cfg *driver.TaskConfig, since string) {
 		l := last
 		mu.Unlock()
 		if sp != "" && l != "" && l != saved {
-			if err := os.WriteFile(sp, []byte(l), 0o600); err != nil {
+			if err := writeSince(cfg, l); err != nil {
 				d.logger.Warn("save log position", "task_id", t.id, "error", err)
 			}
 			saved = l

@@ -9,11 +9,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/gpulayer/gpulayer/agent/driver/allocdir"
 )
 
 // RotatingWriter writes a task's stdout or stderr to dir/<base>.<n> and
@@ -23,8 +24,13 @@ import (
 // Files are cut at a line end: a line in progress when the limit is passed
 // is finished in the same file (so a file may grow to under 2 × maxSize),
 // and only a line longer than maxSize by itself is cut, after maxSize bytes.
+//
+// Every file is opened beneath the log directory's os.Root with the
+// checks of package allocdir: a file the task replaced with a symlink, a
+// hard link or anything but the agent's own regular file is never written
+// through; the writer removes the name and starts that file afresh.
 type RotatingWriter struct {
-	dir      string
+	root     *os.Root
 	base     string // "<task>.stdout"
 	maxSize  int64
 	maxFiles int
@@ -38,31 +44,56 @@ type RotatingWriter struct {
 }
 
 // NewRotatingWriter opens (or continues, after a task restart) the newest
-// file of dir/base.*.
+// file of dir/base.*, with dir opened by path: use NewRotatingWriterIn for
+// a directory a task can change.
 func NewRotatingWriter(dir, base string, maxSize int64, maxFiles int) (*RotatingWriter, error) {
-	if maxSize <= 0 || maxFiles <= 0 {
-		return nil, fmt.Errorf("log rotation needs a positive size and file count, got %d bytes and %d files", maxSize, maxFiles)
-	}
-	w := &RotatingWriter{dir: dir, base: base, maxSize: maxSize, maxFiles: maxFiles}
-	idx, err := Indexes(dir, base)
+	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open log directory: %w", err)
 	}
-	if len(idx) > 0 {
-		w.index = idx[len(idx)-1]
-	}
-	if err := w.open(); err != nil {
+	w, err := NewRotatingWriterIn(root, base, maxSize, maxFiles)
+	if err != nil {
+		root.Close()
 		return nil, err
 	}
 	return w, nil
 }
 
-func (w *RotatingWriter) open() error {
-	p := filepath.Join(w.dir, w.base+"."+strconv.Itoa(w.index))
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
-	if err != nil {
-		return fmt.Errorf("open log file: %w", err)
+// NewRotatingWriterIn opens (or continues, after a task restart) the
+// newest file base.<n> of the log directory root. On success the writer
+// owns root (Close closes it); on an error the caller still does. A
+// newest file that fails allocdir's checks (a symlink, a hard link, not
+// the agent's) is not continued: the writer starts the next index.
+func NewRotatingWriterIn(root *os.Root, base string, maxSize int64, maxFiles int) (*RotatingWriter, error) {
+	if maxSize <= 0 || maxFiles <= 0 {
+		return nil, fmt.Errorf("log rotation needs a positive size and file count, got %d bytes and %d files", maxSize, maxFiles)
 	}
+	w := &RotatingWriter{root: root, base: base, maxSize: maxSize, maxFiles: maxFiles}
+	idx, err := IndexesIn(root, base)
+	if err != nil {
+		return nil, err
+	}
+	if len(idx) > 0 {
+		w.index = idx[len(idx)-1]
+		f, err := allocdir.OpenAppend(root, w.name(w.index))
+		if err == nil {
+			if err := w.use(f); err != nil {
+				return nil, err
+			}
+			return w, nil
+		}
+		// Not ours to continue (refused or gone): start the next file.
+		w.index++
+	}
+	if err := w.create(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *RotatingWriter) name(i int) string { return w.base + "." + strconv.Itoa(i) }
+
+func (w *RotatingWriter) use(f *os.File) error {
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
@@ -72,22 +103,33 @@ func (w *RotatingWriter) open() error {
 	return nil
 }
 
+// create starts file w.index afresh: whatever a task left under its name
+// is removed, never followed.
+func (w *RotatingWriter) create() error {
+	f, err := allocdir.CreateFresh(w.root, w.name(w.index), 0o640)
+	if err != nil {
+		return fmt.Errorf("create log file: %w", err)
+	}
+	return w.use(f)
+}
+
 func (w *RotatingWriter) rotate() error {
 	if err := w.f.Close(); err != nil {
 		return fmt.Errorf("close log file: %w", err)
 	}
 	w.index++
-	if err := w.open(); err != nil {
+	if err := w.create(); err != nil {
 		return err
 	}
 	if old := w.index - w.maxFiles; old >= 0 {
-		idx, err := Indexes(w.dir, w.base)
+		idx, err := IndexesIn(w.root, w.base)
 		if err != nil {
 			return err
 		}
 		for _, i := range idx {
 			if i <= old {
-				_ = os.Remove(filepath.Join(w.dir, w.base+"."+strconv.Itoa(i)))
+				// Remove unlinks the name; a symlink's target is untouched.
+				_ = w.root.Remove(w.name(i))
 			}
 		}
 	}
@@ -185,7 +227,7 @@ func (w *RotatingWriter) Index() int {
 	return w.index
 }
 
-// Close closes the current file.
+// Close closes the current file and the log directory.
 func (w *RotatingWriter) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -193,21 +235,37 @@ func (w *RotatingWriter) Close() error {
 		return nil
 	}
 	w.closed = true
-	return w.f.Close()
+	err := w.f.Close()
+	if rerr := w.root.Close(); err == nil {
+		err = rerr
+	}
+	return err
 }
 
-// Indexes returns the rotation indexes of dir/base.<n>, ascending.
+// Indexes returns the rotation indexes of dir/base.<n>, ascending, with
+// dir opened by path (IndexesIn for a directory a task can change).
 func Indexes(dir, base string) ([]int, error) {
-	entries, err := os.ReadDir(dir)
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("list log files: %w", err)
 	}
+	defer root.Close()
+	return IndexesIn(root, base)
+}
+
+// IndexesIn returns the rotation indexes of base.<n> in the directory
+// root, ascending.
+func IndexesIn(root *os.Root, base string) ([]int, error) {
+	names, err := allocdir.Names(root)
+	if err != nil {
+		return nil, fmt.Errorf("list log files: %w", err)
+	}
 	var idx []int
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), base+".")
+	for _, name := range names {
+		rest, ok := strings.CutPrefix(name, base+".")
 		if !ok {
 			continue
 		}

@@ -364,7 +364,7 @@ func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path stri
 	_, exitPath := shimPaths(cfg)
 	go func() {
 		werr := shim.Wait()
-		t.finish(d.withOOM(t, shimResult(exitPath, werr)))
+		t.finish(d.withOOM(t, shimResult(cfg.AllocDir(), exitPath, werr)))
 		d.logger.Debug("task exited", "task_id", cfg.ID, "pid", pid)
 	}()
 	return t, nil
@@ -372,8 +372,8 @@ func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path stri
 
 // shimResult reads the exit status the shim recorded; a shim that died
 // without recording one gives an ExitResult with Err set.
-func shimResult(exitPath string, shimErr error) *driver.ExitResult {
-	r, _, err := readExitFile(exitPath)
+func shimResult(allocDir, exitPath string, shimErr error) *driver.ExitResult {
+	r, _, err := readExitFile(allocDir, exitPath)
 	if err == nil {
 		return r
 	}
@@ -561,7 +561,7 @@ func (d *Driver) RecoverTask(h *driver.TaskHandle, cfg *driver.TaskConfig) error
 		_, exitPath = shimPaths(cfg)
 		watchPID, watchTicks = h.ShimPID, h.ShimStartTime
 		if sameProcess(watchPID, watchTicks) != nil {
-			r, at, err := readExitFile(exitPath)
+			r, at, err := readExitFile(cfg.AllocDir(), exitPath)
 			if err != nil {
 				return d.lost(t, fmt.Errorf("%w: shim pid %d is gone and left no exit status: %v", driver.ErrTaskNotFound, h.ShimPID, err))
 			}
@@ -582,7 +582,7 @@ func (d *Driver) RecoverTask(h *driver.TaskHandle, cfg *driver.TaskConfig) error
 		for range tick.C {
 			if sameProcess(watchPID, watchTicks) != nil {
 				if exitPath != "" {
-					t.finish(d.withOOM(t, shimResult(exitPath, errors.New("recovered shim exited"))))
+					t.finish(d.withOOM(t, shimResult(cfg.AllocDir(), exitPath, errors.New("recovered shim exited"))))
 				} else {
 					t.finish(d.withOOM(t, &driver.ExitResult{ExitCode: -1, Err: errors.New("recovered task exited; exit status unknown")}))
 				}

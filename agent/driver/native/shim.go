@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/agent/driver/allocdir"
 	"github.com/gpulayer/gpulayer/agent/driver/logging"
 	"github.com/gpulayer/gpulayer/agent/driver/native/cgroups"
 )
@@ -37,10 +38,27 @@ import (
 // Nomad's logmon and executor processes, in one small process.
 const ShimEnv = "GPULAYER_NATIVE_SHIM"
 
+// shimAllocDirEnv names the variable that gives the shim the allocation
+// directory: the spec, log and exit files are opened beneath it
+// (package allocdir), never by their plain paths.
+const shimAllocDirEnv = "GPULAYER_NATIVE_SHIM_ALLOC_DIR"
+
 func init() {
 	if spec := os.Getenv(ShimEnv); spec != "" {
-		os.Exit(runShim(spec))
+		os.Exit(runShim(os.Getenv(shimAllocDirEnv), spec))
 	}
+}
+
+// maxShimSpec bounds the shim spec file, in bytes.
+const maxShimSpec = 16 << 20
+
+// openLogRoot opens dir, a directory below the allocation directory
+// allocDir, beneath it.
+func openLogRoot(allocDir, dir string) (*os.Root, error) {
+	if allocDir == "" {
+		return nil, fmt.Errorf("no allocation directory to open %s beneath", dir)
+	}
+	return allocdir.OpenBeneath(allocDir, dir)
 }
 
 // shimSpec is what the driver tells the shim, as JSON in a file under the
@@ -51,7 +69,10 @@ type shimSpec struct {
 	Args       []string
 	Dir        string
 	Env        []string
-	LogDir     string
+	LogDir string
+	// AllocDir is the allocation directory, the anchor beneath which the
+	// shim opens LogDir and its files.
+	AllocDir   string
 	StdoutBase string
 	StderrBase string
 	MaxSize    int64
@@ -84,7 +105,7 @@ const shimStatusFD = 3
 // runShim starts the task described by the spec file, copies its output
 // to rotated log files, writes its exit status and returns the shim's own
 // exit code: 0 once the exit status is recorded, 1 otherwise.
-func runShim(specPath string) int {
+func runShim(allocDir, specPath string) int {
 	status := os.NewFile(shimStatusFD, "status")
 	report := func(format string, args ...interface{}) {
 		if status != nil {
@@ -98,7 +119,12 @@ func runShim(specPath string) int {
 		report("error %s", strings.ReplaceAll(err.Error(), "\n", " "))
 		return 1
 	}
-	b, err := os.ReadFile(specPath)
+	specRoot, err := openLogRoot(allocDir, filepath.Dir(specPath))
+	if err != nil {
+		return fail(fmt.Errorf("read shim spec: %w", err))
+	}
+	b, err := allocdir.ReadFile(specRoot, filepath.Base(specPath), maxShimSpec)
+	specRoot.Close()
 	if err != nil {
 		return fail(fmt.Errorf("read shim spec: %w", err))
 	}
@@ -106,12 +132,27 @@ func runShim(specPath string) int {
 	if err := json.Unmarshal(b, &spec); err != nil {
 		return fail(fmt.Errorf("decode shim spec %s: %w", specPath, err))
 	}
-	stdout, err := logging.NewRotatingWriter(spec.LogDir, spec.StdoutBase, spec.MaxSize, spec.MaxFiles)
+	if spec.AllocDir != allocDir {
+		return fail(fmt.Errorf("shim spec names allocation directory %q, the shim was started for %q", spec.AllocDir, allocDir))
+	}
+	writer := func(base string) (*logging.RotatingWriter, error) {
+		root, err := openLogRoot(allocDir, spec.LogDir)
+		if err != nil {
+			return nil, fmt.Errorf("open log directory: %w", err)
+		}
+		w, err := logging.NewRotatingWriterIn(root, base, spec.MaxSize, spec.MaxFiles)
+		if err != nil {
+			root.Close()
+			return nil, err
+		}
+		return w, nil
+	}
+	stdout, err := writer(spec.StdoutBase)
 	if err != nil {
 		return fail(err)
 	}
 	defer stdout.Close()
-	stderr, err := logging.NewRotatingWriter(spec.LogDir, spec.StderrBase, spec.MaxSize, spec.MaxFiles)
+	stderr, err := writer(spec.StderrBase)
 	if err != nil {
 		return fail(err)
 	}
@@ -151,43 +192,27 @@ func runShim(specPath string) int {
 	if r.Err != nil {
 		ex.Err = r.Err.Error()
 	}
-	if err := writeFileAtomic(spec.ExitFile, ex); err != nil {
+	if err := writeFile(allocDir, spec.ExitFile, ex, true); err != nil {
 		return 1
 	}
 	return 0
 }
 
-// writeFileAtomic writes v as JSON to path through a temporary file, an
-// fsync and a rename, so a reader sees the whole file or none, even after
-// a crash of the host.
-func writeFileAtomic(path string, v interface{}) error { return writeFile(path, v, true) }
-
-// writeFile writes v as JSON to path through a temporary file and a
-// rename, with an fsync first when durable.
-func writeFile(path string, v interface{}, durable bool) error {
+// writeFile writes v as JSON to path, beneath the allocation directory
+// allocDir, through a fresh temporary file and a rename (allocdir.WriteFile),
+// with an fsync first when durable, so a reader sees the whole file or
+// none, even after a crash of the host.
+func writeFile(allocDir, path string, v interface{}, durable bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	root, err := openLogRoot(allocDir, filepath.Dir(path))
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return err
-	}
-	if durable {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	defer root.Close()
+	return allocdir.WriteFile(root, filepath.Base(path), b, 0o600, durable)
 }
 
 // shimPaths returns the spec and exit file paths of a task's shim: hidden
@@ -196,10 +221,20 @@ func shimPaths(cfg *driver.TaskConfig) (spec, exit string) {
 	return filepath.Join(cfg.LogDir, "."+cfg.Name+".shim.json"), filepath.Join(cfg.LogDir, "."+cfg.Name+".exit")
 }
 
-// readExitFile returns the exit status the shim recorded, or an error
-// wrapping fs.ErrNotExist when it recorded none.
-func readExitFile(path string) (*driver.ExitResult, time.Time, error) {
-	b, err := os.ReadFile(path)
+// maxExitFile bounds the exit file, in bytes.
+const maxExitFile = 64 << 10
+
+// readExitFile returns the exit status the shim recorded at path, beneath
+// the allocation directory allocDir, or an error wrapping fs.ErrNotExist
+// when it recorded none (and allocdir.ErrUnsafe for a file the task
+// planted there).
+func readExitFile(allocDir, path string) (*driver.ExitResult, time.Time, error) {
+	root, err := openLogRoot(allocDir, filepath.Dir(path))
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer root.Close()
+	b, err := allocdir.ReadFile(root, filepath.Base(path), maxExitFile)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -220,11 +255,18 @@ func readExitFile(path string) (*driver.ExitResult, time.Time, error) {
 func startShim(cfg *driver.TaskConfig, spec *shimSpec) (*exec.Cmd, int, error) {
 	specPath, exitPath := shimPaths(cfg)
 	spec.ExitFile = exitPath
-	if err := os.Remove(exitPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	spec.AllocDir = cfg.AllocDir()
+	root, err := openLogRoot(spec.AllocDir, cfg.LogDir)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open the task's log directory: %w", err)
+	}
+	err = root.Remove(filepath.Base(exitPath))
+	root.Close()
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, fmt.Errorf("remove old exit file: %w", err)
 	}
 	// The spec is read once, right away: it need not survive a host crash.
-	if err := writeFile(specPath, spec, false); err != nil {
+	if err := writeFile(spec.AllocDir, specPath, spec, false); err != nil {
 		return nil, 0, fmt.Errorf("write shim spec: %w", err)
 	}
 	exe, err := os.Executable()
@@ -237,7 +279,7 @@ func startShim(cfg *driver.TaskConfig, spec *shimSpec) (*exec.Cmd, int, error) {
 	}
 	defer r.Close()
 	shim := exec.Command(exe)
-	shim.Env = []string{ShimEnv + "=" + specPath}
+	shim.Env = []string{ShimEnv + "=" + specPath, shimAllocDirEnv + "=" + spec.AllocDir}
 	shim.Dir = cfg.LogDir
 	shim.ExtraFiles = []*os.File{w}
 	// A session of its own: the agent's death, or a signal to the agent's
