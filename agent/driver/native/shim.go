@@ -66,9 +66,9 @@ func openLogRoot(allocDir, dir string) (*os.Root, error) {
 type shimSpec struct {
 	Path string
 	// Args includes argv[0].
-	Args       []string
-	Dir        string
-	Env        []string
+	Args   []string
+	Dir    string
+	Env    []string
 	LogDir string
 	// AllocDir is the allocation directory, the anchor beneath which the
 	// shim opens LogDir and its files.
