@@ -110,6 +110,13 @@ func (ar *allocRunner) run() {
 	ar.finish()
 }
 
+// allocDirMode is the mode of an allocation directory, and, when the
+// agent runs as root, of the client and allocs directories above it: the
+// owner (the agent) reads and writes, others may only pass through, so a
+// task running as another user reaches its own task directory (which it
+// owns) and nothing else.
+const allocDirMode = 0o711
+
 // prepare checks the allocation and builds its directory.
 func (ar *allocRunner) prepare() (*structs.TaskGroup, error) {
 	if ar.alloc.Job == nil {
@@ -122,7 +129,11 @@ func (ar *allocRunner) prepare() (*structs.TaskGroup, error) {
 	if len(tg.Tasks) == 0 {
 		return nil, fmt.Errorf("task group %q has no tasks", tg.Name)
 	}
-	if err := os.MkdirAll(ar.allocDir, 0o700); err != nil {
+	if err := os.MkdirAll(ar.allocDir, allocDirMode); err != nil {
+		return nil, fmt.Errorf("create alloc directory: %w", err)
+	}
+	// MkdirAll's mode is cut by the umask.
+	if err := os.Chmod(ar.allocDir, allocDirMode); err != nil {
 		return nil, fmt.Errorf("create alloc directory: %w", err)
 	}
 	return tg, nil

@@ -74,6 +74,17 @@ func NewClient(cfg *Config) (*Client, error) {
 	if err := os.MkdirAll(filepath.Join(c0.DataDir, "allocs"), 0o700); err != nil {
 		return nil, fmt.Errorf("create allocs dir: %w", err)
 	}
+	if os.Geteuid() == 0 {
+		// Tasks run as another user (native tasks as "nobody" by
+		// default) must reach their directories: others may search, not
+		// list, the client's directory and the allocs directory. Files
+		// in them keep their own modes (state.db, node secret: 0600).
+		for _, d := range []string{c0.DataDir, filepath.Join(c0.DataDir, "allocs")} {
+			if err := os.Chmod(d, allocDirMode); err != nil {
+				return nil, fmt.Errorf("let task users reach %s: %w", d, err)
+			}
+		}
+	}
 	c := &Client{cfg: c0, logger: c0.Logger, runners: map[string]*allocRunner{}, tel: telemetry{idleSince: map[string]time.Time{}},
 		healthDirty: make(chan struct{}, 1)}
 	c.sync = newAllocSyncer(c0.Servers, c.logger, c0.SyncInterval)

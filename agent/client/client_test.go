@@ -1,9 +1,12 @@
 package client
 
 import (
+	"os/user"
+
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpulayer/gpulayer/agent/driver/native"
 	"io"
 	"os"
 	"path/filepath"
@@ -38,8 +41,15 @@ func newTestClient(t *testing.T, srv *clienttest.Server, dataDir string, mod fun
 	if dataDir == "" {
 		dataDir = t.TempDir()
 	}
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := &Config{
-		DataDir:         dataDir,
+		DataDir: dataDir,
+		// Native tasks run as the test's user: the tests' programs and
+		// temporary directories are not reachable by "nobody".
+		NativeUsers:     native.UserPolicy{DefaultUser: me.Username},
 		NodeName:        "test-node",
 		DevMode:         true,
 		DevGPUs:         -1,

@@ -68,8 +68,16 @@ type Config struct {
 	Servers ServerConn
 	// Logger defaults to a null logger.
 	Logger hclog.Logger
-	// Drivers default to DefaultDrivers: native and docker.
+	// Drivers default to DefaultDrivers: native and docker, built with
+	// NativeUsers and Docker.
 	Drivers []driver.Driver
+	// NativeUsers says which users native tasks run as when the agent
+	// runs as root; the zero value runs them as "nobody" and allows no
+	// other user (native.UserPolicy).
+	NativeUsers native.UserPolicy
+	// Docker says what docker tasks may ask of the host beyond a plain
+	// container; the zero value allows nothing (docker.Allowances).
+	Docker docker.Allowances
 	// LogMaxFiles is how many rotated files of each task stream are kept;
 	// default 10.
 	LogMaxFiles int
@@ -110,13 +118,20 @@ const (
 	DefaultSyncInterval     = 200 * time.Millisecond
 )
 
-// DefaultDrivers returns the native driver and the docker driver. The
-// docker driver talks to DOCKER_HOST or the platform's default socket; on
-// a host without Docker its fingerprint reports it not detected, so the
-// node simply lacks it.
+// DefaultDrivers returns the native driver and the docker driver with
+// their default policies: native tasks run as "nobody" when the agent is
+// root, docker tasks get no privilege beyond a plain container.
 func DefaultDrivers(logger hclog.Logger) []driver.Driver {
-	drivers := []driver.Driver{native.New(logger)}
-	if d, err := docker.New(docker.Config{Logger: logger}); err == nil {
+	return PolicyDrivers(logger, native.UserPolicy{}, docker.Allowances{})
+}
+
+// PolicyDrivers returns the native driver with the user policy users and
+// the docker driver with the allowances allow. The docker driver talks to
+// DOCKER_HOST or the platform's default socket; on a host without Docker
+// its fingerprint reports it not detected, so the node simply lacks it.
+func PolicyDrivers(logger hclog.Logger, users native.UserPolicy, allow docker.Allowances) []driver.Driver {
+	drivers := []driver.Driver{native.NewWithConfig(native.Config{Logger: logger, Users: users})}
+	if d, err := docker.New(docker.Config{Logger: logger, Allow: allow}); err == nil {
 		drivers = append(drivers, d)
 	} else {
 		logger.Warn("docker driver unavailable", "error", err)
@@ -147,7 +162,7 @@ func (cfg *Config) withDefaults() (*Config, error) {
 		c.Logger = hclog.NewNullLogger()
 	}
 	if len(c.Drivers) == 0 {
-		c.Drivers = DefaultDrivers(c.Logger.Named("driver"))
+		c.Drivers = PolicyDrivers(c.Logger.Named("driver"), c.NativeUsers, c.Docker)
 	}
 	if c.LogMaxFiles <= 0 {
 		c.LogMaxFiles = DefaultLogMaxFiles

@@ -21,10 +21,16 @@ import (
 //	  ports    = ["8080:80", "9000:9000/udp"] # host:container[/proto], host on 127.0.0.1 unless given as ip:host:container
 //	  mounts   = [{ source = "data", target = "/data", readonly = true }]
 //	  labels   = { team = "ml" }
+//	  cap_drop = ["chown"]
+//	  # refused unless the client allows them (Allowances):
+//	  privileged   = true
+//	  cap_add      = ["net_admin"]
+//	  network_mode = "host"  # also pid_mode, ipc_mode, userns_mode
 //	}
 //
 // A mount's source is a path inside the allocation directory (relative to
-// it, or absolute and inside it); anything else is refused.
+// it, or absolute and inside it); anything else is refused unless the
+// client's docker { volumes { enabled = true } } allows host paths.
 type taskConfig struct {
 	Image   string
 	Command string
@@ -33,6 +39,14 @@ type taskConfig struct {
 	Ports   []portMapping
 	Mounts  []mountSpec
 	Labels  map[string]string
+
+	Privileged  bool
+	CapAdd      []string // lower case, without "cap_"
+	CapDrop     []string
+	NetworkMode string
+	PidMode     string
+	IpcMode     string
+	UsernsMode  string
 }
 
 type portMapping struct {
@@ -54,7 +68,8 @@ type mountSpec struct {
 }
 
 // configKeys are the keys a docker task's config block may hold.
-var configKeys = []string{"image", "command", "args", "work_dir", "ports", "mounts", "labels"}
+var configKeys = []string{"image", "command", "args", "work_dir", "ports", "mounts", "labels",
+	"privileged", "cap_add", "cap_drop", "network_mode", "pid_mode", "ipc_mode", "userns_mode"}
 
 func init() {
 	structs.RegisterDriverConfigValidator(Name, ValidateConfig)
@@ -74,20 +89,28 @@ func ValidateConfig(cfg map[string]interface{}, _ *structs.Resources) error {
 	return err
 }
 
-// parseConfig reads and checks a task's config map against allocDir,
-// resolving each mount's source inside it. Every error wraps
-// driver.ErrInvalidConfig and names the key (and the mount or port by its
-// position and value).
-func parseConfig(m map[string]interface{}, allocDir string) (*taskConfig, error) {
+// parseConfig reads and checks a task's config map against allocDir and
+// the client's allowances, resolving each mount's source inside allocDir
+// (or, with allow.Volumes, taking an absolute host path as is). Every
+// error wraps driver.ErrInvalidConfig and names the key (and the mount or
+// port by its position and value).
+func parseConfig(m map[string]interface{}, allocDir string, allow Allowances) (*taskConfig, error) {
 	tc, err := checkConfig(m)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", driver.ErrInvalidConfig, err)
 	}
+	if err := allow.check(tc); err != nil {
+		return nil, err
+	}
 	for i := range tc.Mounts {
 		src := tc.Mounts[i].Source
+		if allow.Volumes && filepath.IsAbs(src) {
+			tc.Mounts[i].Source = filepath.Clean(src)
+			continue
+		}
 		abs, err := insideDir(allocDir, src)
 		if err != nil {
-			return nil, fmt.Errorf("%w: key \"mounts\": mount %q (element %d) is refused: %v", driver.ErrInvalidConfig, src, i, err)
+			return nil, fmt.Errorf("%w: key \"mounts\": mount %q (element %d) is refused: %v (the client's docker { volumes { enabled = true } } setting allows host paths)", driver.ErrInvalidConfig, src, i, err)
 		}
 		tc.Mounts[i].Source = abs
 	}
@@ -142,6 +165,9 @@ func checkConfig(m map[string]interface{}) (*taskConfig, error) {
 		tc.Ports = append(tc.Ports, pm)
 	}
 	if tc.Mounts, err = checkMounts(m["mounts"]); err != nil {
+		return nil, err
+	}
+	if err := checkPrivilegeKeys(m, &tc); err != nil {
 		return nil, err
 	}
 	if raw, ok := m["labels"]; ok && raw != nil {

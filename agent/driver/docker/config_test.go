@@ -42,7 +42,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseConfig(tc.cfg, alloc)
+			_, err := parseConfig(tc.cfg, alloc, Allowances{})
 			if !errors.Is(err, driver.ErrInvalidConfig) || !errors.Is(err, structs.ErrInvalid) {
 				t.Fatalf("error %v, want ErrInvalidConfig", err)
 			}
@@ -53,7 +53,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 	// Paths inside the alloc dir are accepted, relative or absolute.
 	for _, src := range []string{"main/local", filepath.Join(alloc, "main"), "newdir"} {
-		tc, err := parseConfig(mounts(src), alloc)
+		tc, err := parseConfig(mounts(src), alloc, Allowances{})
 		if err != nil {
 			t.Fatalf("mount %q: %v", src, err)
 		}
@@ -76,7 +76,7 @@ func TestContainerConfigGPUsAndLimits(t *testing.T) {
 			{Vendor: "nvidia", Type: structs.DeviceTypeGPU, Name: "A100", DeviceIDs: []string{"GPU-aaa", "GPU-bbb"}},
 		}},
 	}
-	tc, err := parseConfig(map[string]interface{}{"image": "img", "ports": []interface{}{"8080:80"}}, alloc)
+	tc, err := parseConfig(map[string]interface{}{"image": "img", "ports": []interface{}{"8080:80"}}, alloc, Allowances{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func FuzzParseConfig(f *testing.F) {
 	alloc := f.TempDir()
 	f.Fuzz(func(t *testing.T, image, port, src, dst string) {
 		m := map[string]interface{}{"image": image, "ports": []interface{}{port}, "mounts": []interface{}{map[string]interface{}{"source": src, "target": dst}}}
-		tc, err := parseConfig(m, alloc)
+		tc, err := parseConfig(m, alloc, Allowances{})
 		if err == nil {
 			if verr := ValidateConfig(m, nil); verr != nil {
 				t.Fatalf("the client accepts %v but the server refuses it: %v", m, verr)

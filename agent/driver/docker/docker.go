@@ -66,6 +66,9 @@ type Config struct {
 	Logger hclog.Logger
 	// PullTimeout bounds an image pull; default 5 minutes.
 	PullTimeout time.Duration
+	// Allow is what tasks may ask of the host beyond a plain container;
+	// the zero value allows nothing (see Allowances).
+	Allow Allowances
 }
 
 // Driver is the docker driver. Create it with New.
@@ -171,7 +174,7 @@ func (d *Driver) StartTask(cfg *driver.TaskConfig) (*driver.TaskHandle, error) {
 		return nil, fmt.Errorf("%w: task config without an ID", driver.ErrInvalidConfig)
 	}
 	allocDir := filepath.Dir(cfg.TaskDir)
-	tc, err := parseConfig(cfg.Config, allocDir)
+	tc, err := parseConfig(cfg.Config, allocDir, d.cfg.Allow)
 	if err != nil {
 		return nil, err
 	}
@@ -273,6 +276,7 @@ func (d *Driver) containerConfig(cfg *driver.TaskConfig, tc *taskConfig, allocDi
 			Type: mount.TypeBind, Source: allocDir, Target: ContainerAllocDir,
 		}},
 	}
+	applyAllowed(tc, hc)
 	for _, m := range tc.Mounts {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 	}

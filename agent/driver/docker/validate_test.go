@@ -30,7 +30,7 @@ func TestValidateConfig(t *testing.T) {
 		// The allocation directory does not exist at submit time: an
 		// absolute source is left to the client.
 		{"absolute mount left to the client", mount(map[string]interface{}{"source": "/etc", "target": "/e"}), ""},
-		{"unknown key", map[string]interface{}{"image": "x", "imagee": "y"}, `unknown key "imagee" (the docker driver accepts image, command, args, work_dir, ports, mounts and labels)`},
+		{"unknown key", map[string]interface{}{"image": "x", "imagee": "y"}, `unknown key "imagee" (the docker driver accepts image, command, args, work_dir, ports, mounts, labels, privileged, cap_add, cap_drop, network_mode, pid_mode, ipc_mode and userns_mode)`},
 		{"no image", map[string]interface{}{"command": "/bin/true"}, `key "image" is required`},
 		{"image a number", map[string]interface{}{"image": float64(3)}, `key "image" must be a non-empty string, got a number 3`},
 		{"command a list", map[string]interface{}{"image": "x", "command": []interface{}{"a"}}, `key "command" must be a string, got a list of 1 item`},
@@ -113,7 +113,7 @@ func FuzzValidateDockerConfig(f *testing.F) {
 			return
 		}
 		verr := ValidateConfig(m, nil)
-		_, perr := parseConfig(m, alloc)
+		_, perr := parseConfig(m, alloc, Allowances{})
 		if perr != nil && !errors.Is(perr, driver.ErrInvalidConfig) {
 			t.Fatalf("parseConfig error %v does not wrap ErrInvalidConfig", perr)
 		}

@@ -8,14 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"strconv"
 	"syscall"
 
 	"github.com/creack/pty"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/agent/driver/allocdir"
 )
 
 var (
@@ -28,35 +27,11 @@ var (
 // writes the rotated log files.
 func (d *Driver) WritesLogFiles() bool { return true }
 
-// credential returns the credential to run a task as name, or nil for the
-// agent's own user (an empty name, or the agent's own user). Running as
-// another user needs the agent to run as root. Errors wrap
-// driver.ErrInvalidConfig and name the user.
-func credential(name string) (*syscall.Credential, error) {
-	if name == "" {
-		return nil, nil
-	}
-	u, err := user.Lookup(name)
-	if err != nil {
-		return nil, fmt.Errorf("%w: user %q: %v", driver.ErrInvalidConfig, name, err)
-	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("%w: user %q has a non-numeric uid %q or gid %q", driver.ErrInvalidConfig, name, u.Uid, u.Gid)
-	}
-	if int(uid) == os.Geteuid() {
-		return nil, nil
-	}
-	if os.Geteuid() != 0 {
-		return nil, fmt.Errorf("%w: user %q: running a task as another user needs the agent to run as root", driver.ErrInvalidConfig, name)
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-}
-
 // chownTaskDir gives the task's directory and its local, secrets and
 // outputs directories to the task's user, so a task running as that user
-// can work in them. The logs directory stays the agent's.
+// can work in them. The logs directory stays the agent's (mode 0700): the
+// task can neither write there nor rename it away (moving a directory
+// needs write permission on it).
 func chownTaskDir(dir string, cred *syscall.Credential) error {
 	// The user must be able to reach the directory: every directory above
 	// it needs search permission for that user. The driver does not widen
@@ -78,9 +53,17 @@ func chownTaskDir(dir string, cred *syscall.Credential) error {
 			break
 		}
 	}
-	for _, p := range []string{dir, filepath.Join(dir, "local"), filepath.Join(dir, "secrets"), filepath.Join(dir, "outputs")} {
-		if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("give task directory %s to uid %d: %w", p, cred.Uid, err)
+	// Beneath the allocation directory, without following a symlink a
+	// task left (Lchown): only the task's own directories change owner.
+	root, err := allocdir.OpenRoot(filepath.Dir(dir), "")
+	if err != nil {
+		return fmt.Errorf("open the allocation directory: %w", err)
+	}
+	defer root.Close()
+	name := filepath.Base(dir)
+	for _, p := range []string{name, name + "/local", name + "/secrets", name + "/outputs"} {
+		if err := root.Lchown(p, int(cred.Uid), int(cred.Gid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("give task directory %s to uid %d: %w", filepath.Join(filepath.Dir(dir), p), cred.Uid, err)
 		}
 	}
 	return nil
@@ -110,7 +93,7 @@ func (d *Driver) SignalTask(taskID, signal string) error {
 }
 
 // ExecTask runs opts.Cmd with the task's environment in its working
-// directory, as the agent's user, and returns its exit code (-1 with an
+// directory, as the task's user, and returns its exit code (-1 with an
 // error when it could not run, 128+n when killed by signal n). With
 // opts.Tty it runs on a pseudo-terminal whose output goes to opts.Stdout.
 // It returns driver.ErrTaskNotFound for an unknown or exited task and an
@@ -142,6 +125,9 @@ func (d *Driver) ExecTask(ctx context.Context, taskID string, opts *driver.ExecO
 	cmd.Args[0] = opts.Cmd[0]
 	cmd.Dir = t.dir
 	cmd.Env = t.env
+	// As the task's user, never the agent's: exec must not be a way
+	// around the user policy.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: t.cred}
 	if opts.Tty {
 		f, err := pty.Start(cmd)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -99,16 +100,27 @@ func runHelper(mode string) int {
 // their own, apart from an agent's "gpulayer" ones; TestMain removes it.
 var testCgroups = cgroups.Config{Parent: fmt.Sprintf("gpulayer-test-native-%d", os.Getpid())}
 
-// newTestDriver returns a driver on testCgroups (or cc, when given) and,
+// newTestDriver returns a driver on testCgroups (or cc, when given) that
+// runs tasks as the test's own user (its policy's default user), and,
 // when the test ends, stops and destroys every task it still knows, so
 // no process or cgroup outlives the test.
 func newTestDriver(t *testing.T, cc ...cgroups.Config) *Driver {
+	t.Helper()
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newPolicyTestDriver(t, UserPolicy{DefaultUser: me.Username}, cc...)
+}
+
+// newPolicyTestDriver is newTestDriver with the user policy p.
+func newPolicyTestDriver(t *testing.T, p UserPolicy, cc ...cgroups.Config) *Driver {
 	t.Helper()
 	c := testCgroups
 	if len(cc) > 0 {
 		c = cc[0]
 	}
-	d := NewWithConfig(Config{Cgroups: c})
+	d := NewWithConfig(Config{Cgroups: c, Users: p})
 	t.Cleanup(func() {
 		d.mu.Lock()
 		var ids []string

@@ -43,6 +43,8 @@ type Driver struct {
 	// cg makes the tasks' cgroups; its mode is ModeNone where the host
 	// allows none, and then no limit is enforced.
 	cg *cgroups.Manager
+	// users is the policy for the users tasks run as.
+	users UserPolicy
 
 	mu    sync.Mutex
 	tasks map[string]*task
@@ -59,6 +61,9 @@ type task struct {
 	// ExecTask.
 	env []string
 	dir string
+	// cred is the task's user, nil for the agent's own: ExecTask runs
+	// commands as it.
+	cred *syscall.Credential
 	// cg is the task's cgroup, nil when it has none (cgroups unusable, or
 	// a recovered task started without one).
 	cg *cgroups.Cgroup
@@ -91,6 +96,9 @@ type Config struct {
 	// Cgroups says where to find the host's cgroups; the zero value looks
 	// at /sys/fs/cgroup and puts tasks under a "gpulayer" parent cgroup.
 	Cgroups cgroups.Config
+	// Users says which users tasks run as when the agent runs as root;
+	// the zero value runs every task as "nobody" and allows no other.
+	Users UserPolicy
 }
 
 // New returns a native driver with the default Config and the given
@@ -110,7 +118,7 @@ func NewWithConfig(cfg Config) *Driver {
 	if cc.Logger == nil {
 		cc.Logger = logger
 	}
-	d := &Driver{logger: logger, cg: cgroups.Detect(cc), tasks: map[string]*task{}}
+	d := &Driver{logger: logger, cg: cgroups.Detect(cc), users: cfg.Users, tasks: map[string]*task{}}
 	if d.cg.Mode() == cgroups.ModeNone {
 		logger.Info("CPU and memory limits of native tasks are not enforced", "reason", d.cg.Reason())
 	}
@@ -168,11 +176,11 @@ func (d *Driver) StartTask(cfg *driver.TaskConfig) (*driver.TaskHandle, error) {
 		return nil, err
 	}
 
-	user := cfg.User
-	if tc.User != "" {
-		user = tc.User
+	name, err := taskUser(cfg, tc)
+	if err != nil {
+		return nil, err
 	}
-	cred, err := credential(user)
+	cred, err := credentialFor(d.users, name)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +224,7 @@ func (d *Driver) StartTask(cfg *driver.TaskConfig) (*driver.TaskHandle, error) {
 		release()
 		return nil, err
 	}
-	t.env, t.dir = envl, cfg.TaskDir
+	t.env, t.dir, t.cred = envl, cfg.TaskDir, cred
 	d.mu.Lock()
 	d.tasks[cfg.ID] = t
 	d.mu.Unlock()
@@ -347,7 +355,7 @@ func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path stri
 		spec.MaxFiles = 10
 	}
 	if cred != nil {
-		spec.UID, spec.GID = &cred.Uid, &cred.Gid
+		spec.UID, spec.GID, spec.Groups = &cred.Uid, &cred.Gid, cred.Groups
 	}
 	if cg != nil {
 		spec.Cgroup = cg.Placement()
@@ -551,6 +559,18 @@ func (d *Driver) RecoverTask(h *driver.TaskHandle, cfg *driver.TaskConfig) error
 	if cfg != nil {
 		t.name, t.dir = cfg.Name, cfg.TaskDir
 		t.env = envList(cfg.Env)
+		// The user it runs as, for ExecTask; a config that no longer
+		// passes the policy leaves exec as "nobody" rather than root.
+		if tc, err := parseConfig(cfg.Config); err == nil {
+			if name, err := taskUser(cfg, tc); err == nil {
+				if cred, err := credentialFor(d.users, name); err == nil {
+					t.cred = cred
+				}
+			}
+		}
+		if t.cred == nil && os.Geteuid() == 0 {
+			t.cred, _ = lookupUser(DefaultTaskUser)
+		}
 	}
 	watchPID, watchTicks := h.PID, h.StartTime
 	var exitPath string

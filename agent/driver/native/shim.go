@@ -82,6 +82,8 @@ type shimSpec struct {
 	// UID and GID, when set, are the user the task runs as.
 	UID *uint32 `json:",omitempty"`
 	GID *uint32 `json:",omitempty"`
+	// Groups are the user's supplementary groups (none: cleared).
+	Groups []uint32 `json:",omitempty"`
 	// Cgroup, when set, is the task's cgroup: the shim starts the task
 	// inside it (cgroups.Placement.Start).
 	Cgroup *cgroups.Placement `json:",omitempty"`
@@ -168,7 +170,7 @@ func runShim(allocDir, specPath string) int {
 	// a stop signal reaches every process it started, and not the shim.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if spec.UID != nil && spec.GID != nil {
-		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: *spec.UID, Gid: *spec.GID}
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: *spec.UID, Gid: *spec.GID, Groups: spec.Groups}
 	}
 	cmd.WaitDelay = ioWaitDelay
 	// The task must be in its cgroup before its first instruction. On v2
