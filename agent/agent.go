@@ -167,6 +167,8 @@ func (a *Agent) start() error {
 			Logger:           a.logger.Named("client"),
 			LogMaxFiles:      cfg.Client.LogMaxFiles,
 			LogMaxFileSizeMB: cfg.Client.LogMaxFileSizeMB,
+			NativeUsers:      cfg.Client.nativeUsers(),
+			Docker:           cfg.Client.dockerAllowances(),
 		})
 		if err != nil {
 			return fmt.Errorf("start client: %w", err)

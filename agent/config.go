@@ -124,6 +124,10 @@ type ClientConfig struct {
 	MemoryModel string `hcl:"memory_model,optional"`
 	// SimulatedGPUs declares simulated GPUs (see SimulatedGPUConfig).
 	SimulatedGPUs []*SimulatedGPUConfig `hcl:"simulated_gpu,block"`
+	// Native and Docker say what tasks may ask of the host
+	// (config_tasks.go); nil means the defaults, which allow nothing.
+	Native *NativeConfig `hcl:"native,block"`
+	Docker *DockerConfig `hcl:"docker,block"`
 }
 
 // DefaultConfig returns the defaults for a production agent (neither role
@@ -290,6 +294,12 @@ func (c *Config) Merge(o *Config) {
 		if cl.SimulatedGPUs != nil {
 			c.Client.SimulatedGPUs = cl.SimulatedGPUs
 		}
+		if cl.Native != nil {
+			c.Client.Native = cl.Native
+		}
+		if cl.Docker != nil {
+			c.Client.Docker = cl.Docker
+		}
 	}
 }
 
@@ -315,6 +325,7 @@ func (c *Config) Validate() error {
 	}
 	p = append(p, c.validateCluster()...)
 	p = append(p, c.Server.validateGC()...)
+	p = append(p, c.Client.validateTasks()...)
 	if c.Client.DevGPUs != nil && (*c.Client.DevGPUs < 0 || *c.Client.DevGPUs > 64) {
 		p = append(p, fmt.Sprintf("client.dev_gpus: must be between 0 and 64, got %d", *c.Client.DevGPUs))
 	}

@@ -1,14 +1,12 @@
 package client
 
 import (
-	"os/user"
-
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gpulayer/gpulayer/agent/driver/native"
 	"io"
 	"os"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/gpulayer/gpulayer/agent/client/clienttest"
 	"github.com/gpulayer/gpulayer/agent/client/devices"
+	"github.com/gpulayer/gpulayer/agent/driver/native"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
