@@ -153,7 +153,15 @@ type Task struct {
 	KillTimeout time.Duration
 	// KillSignal is sent first when the task is stopped; empty means SIGTERM.
 	KillSignal string
+	// User is the user the task runs as (Nomad's task `user`): for the
+	// native driver on an agent running as root, a user the client
+	// allows; empty means the client's default ("nobody").
+	User string
 }
+
+// validUser is what a task's user may look like (POSIX portable user
+// names, as useradd accepts them).
+var validUser = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$`)
 
 // Resources is what a task asks for.
 type Resources struct {
@@ -441,6 +449,9 @@ func (tg *TaskGroup) validate(jobType string) []string {
 		}
 		if t.KillSignal != "" && !ValidKillSignal(t.KillSignal) {
 			add("%s: kill_signal: unknown signal %q (known: %s)", where, t.KillSignal, strings.Join(KillSignals, ", "))
+		}
+		if t.User != "" && !validUser.MatchString(t.User) {
+			add("%s: user: %q is not a user name (letters, digits, '_', '.', '-'; at most 32)", where, t.User)
 		}
 		if t.KillTimeout < 0 {
 			add("%s: kill_timeout: must not be negative, got %s", where, t.KillTimeout)

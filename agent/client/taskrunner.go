@@ -233,6 +233,7 @@ func (tr *taskRunner) taskConfig(stdout, stderr io.Writer) *driver.TaskConfig {
 		LogDir:         filepath.Join(tr.taskDir, "logs"),
 		LogMaxFiles:    c.LogMaxFiles,
 		LogMaxFileSize: c.logMaxFileSizeBytes,
+		User:           tr.task.User,
 	}
 }
 

@@ -145,6 +145,9 @@ type Task struct {
 	// KillSignal is the signal sent to stop the task, e.g. "SIGTERM"; empty
 	// means the driver's default.
 	KillSignal string
+	// User is the user the task runs as; empty means the client's default
+	// ("nobody" for native tasks on an agent running as root).
+	User string `json:",omitempty"`
 }
 
 // Resources is what a task needs from a node.

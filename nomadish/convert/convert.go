@@ -170,6 +170,7 @@ func taskToStructs(t *api.Task) *structs.Task {
 		Meta:        cloneStringMap(t.Meta),
 		KillTimeout: t.KillTimeout,
 		KillSignal:  t.KillSignal,
+		User:        t.User,
 	}
 }
 
@@ -188,6 +189,7 @@ func taskFromStructs(t *structs.Task) *api.Task {
 		Meta:        cloneStringMap(t.Meta),
 		KillTimeout: t.KillTimeout,
 		KillSignal:  t.KillSignal,
+		User:        t.User,
 	}
 }
 

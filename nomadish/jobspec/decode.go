@@ -65,7 +65,7 @@ var (
 	}
 	taskSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{
-			{Name: "driver"}, {Name: "kill_timeout"}, {Name: "kill_signal"},
+			{Name: "driver"}, {Name: "kill_timeout"}, {Name: "kill_signal"}, {Name: "user"},
 			{Name: "config"}, {Name: "env"}, {Name: "meta"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{
@@ -185,6 +185,7 @@ func (d *decoder) task(block *hcl.Block) *api.Task {
 	t := &api.Task{Name: block.Labels[0]}
 	d.str(c.Attributes["driver"], &t.Driver)
 	d.str(c.Attributes["kill_signal"], &t.KillSignal)
+	d.str(c.Attributes["user"], &t.User)
 	d.duration(c.Attributes["kill_timeout"], &t.KillTimeout)
 	t.Config = d.config(c)
 	t.Env = d.stringMap("env", c)
