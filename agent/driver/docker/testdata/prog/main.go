@@ -8,6 +8,8 @@
 //	lines N SIZE [F] print N lines of SIZE bytes of JSON (after file F exists), exit 0
 //	append FILE      append one line to FILE, exit 0
 //	waitfile FILE    print "ready", wait until FILE exists, print "done", exit 0
+//	plant T N SIZE L...  make each L a symlink to T (a path the host may
+//	                 resolve), then print N lines of SIZE bytes, exit 0
 package main
 
 import (
@@ -69,6 +71,20 @@ func main() {
 		}
 		fmt.Fprintln(f, "ran once")
 		f.Close()
+	case "plant":
+		n, _ := strconv.Atoi(args[1])
+		size, _ := strconv.Atoi(args[2])
+		for _, l := range args[3:] {
+			_ = os.Remove(l)
+			if err := os.Symlink(args[0], l); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
+		for i := 0; i < n; i++ {
+			head := fmt.Sprintf(`{"i":%d,"pad":"`, i)
+			fmt.Printf("%s%s\"}\n", head, strings.Repeat("x", max(size-len(head)-3, 0)))
+		}
 	case "waitfile":
 		fmt.Println("ready")
 		waitFile(args[0])
