@@ -111,10 +111,9 @@ func open(r *os.Root, name string, flag int, perm fs.FileMode) (*os.File, error)
 			if flag&os.O_CREATE == 0 || !errors.Is(err, fs.ErrNotExist) {
 				return nil, err
 			}
-		} else if fi.Mode()&fs.ModeSymlink == 0 {
-			if err := check(fi, name); err != nil {
-				return nil, err
-			}
+		} else if err := check(fi, name); err != nil {
+			// A symlink too: the agent never makes one here.
+			return nil, err
 		}
 	}
 	f, err := r.OpenFile(name, flag|openFlags, perm)
