@@ -8,6 +8,7 @@
 //	lines N SIZE [F] print N lines of SIZE bytes of JSON (after file F exists), exit 0
 //	append FILE      append one line to FILE, exit 0
 //	waitfile FILE    print "ready", wait until FILE exists, print "done", exit 0
+//	caps             print the CapEff line of /proc/self/status, exit 0
 //	plant T N SIZE L...  make each L a symlink to T (a path the host may
 //	                 resolve), then print N lines of SIZE bytes, exit 0
 package main
@@ -71,6 +72,17 @@ func main() {
 		}
 		fmt.Fprintln(f, "ran once")
 		f.Close()
+	case "caps":
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "CapEff:") {
+				fmt.Println(l)
+			}
+		}
 	case "plant":
 		n, _ := strconv.Atoi(args[1])
 		size, _ := strconv.Atoi(args[2])
