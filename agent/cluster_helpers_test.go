@@ -179,6 +179,7 @@ func startCluster(t testing.TB, nServers, nClients, gpusPerClient int) *testClus
 
 	servers := strings.Join(c.httpAddrs(), ",")
 	for i := 0; i < nClients; i++ {
+		letTaskUsersIn(t, filepath.Join(root, fmt.Sprintf("client%d", i)))
 		args := []string{"agent", "-client", "-servers=" + servers,
 			"-data-dir=" + filepath.Join(root, fmt.Sprintf("client%d", i)), "-bind=127.0.0.1",
 			fmt.Sprintf("-http-port=%d", freePort(t)), fmt.Sprintf("-node=client%d", i),

@@ -18,7 +18,7 @@ import (
 func newDrainClient(t *testing.T, srv *server.Server, name string) *client.Client {
 	t.Helper()
 	c, err := client.NewClient(&client.Config{
-		DataDir: t.TempDir(), NodeName: name, Servers: srv, DevGPUs: 0,
+		DataDir: taskUserDir(t), NodeName: name, Servers: srv, DevGPUs: 0,
 		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}), SyncInterval: 20 * time.Millisecond,
 	})
 	if err != nil {

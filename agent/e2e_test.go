@@ -79,6 +79,7 @@ type devAgent struct {
 
 func startDevAgent(t testing.TB, dataDir string, extra ...string) *devAgent {
 	t.Helper()
+	letTaskUsersIn(t, dataDir)
 	httpPort, raftPort := freePort(t), freePort(t)
 	a := &devAgent{
 		t: t, bin: gpulayerBinary(t), dataDir: dataDir,
