@@ -369,7 +369,7 @@ func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path stri
 	h := &driver.TaskHandle{ID: cfg.ID, Driver: Name, PID: pid, StartTime: startTicks, StartedAt: time.Now(),
 		ShimPID: shim.Process.Pid, ShimStartTime: shimTicks}
 	t := &task{id: cfg.ID, name: cfg.Name, handle: h, pid: pid, done: make(chan struct{}), cg: cg}
-	_, exitPath := shimPaths(cfg)
+	exitPath := shimExitPath(cfg)
 	go func() {
 		werr := shim.Wait()
 		t.finish(d.withOOM(t, shimResult(cfg.AllocDir(), exitPath, werr)))
@@ -578,7 +578,7 @@ func (d *Driver) RecoverTask(h *driver.TaskHandle, cfg *driver.TaskConfig) error
 		if cfg == nil || cfg.LogDir == "" {
 			return fmt.Errorf("%w: a shim task needs its log directory to recover", driver.ErrTaskNotFound)
 		}
-		_, exitPath = shimPaths(cfg)
+		exitPath = shimExitPath(cfg)
 		watchPID, watchTicks = h.ShimPID, h.ShimStartTime
 		if sameProcess(watchPID, watchTicks) != nil {
 			r, at, err := readExitFile(cfg.AllocDir(), exitPath)

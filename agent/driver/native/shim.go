@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -21,8 +22,9 @@ import (
 )
 
 // ShimEnv names the environment variable that turns any binary importing
-// this package into the native driver's task shim: when it is set (to the
-// path of a shim spec file) at process start, the package's init function
+// this package into the native driver's task shim: when it is set (to
+// "1"; the spec comes on file descriptor shimSpecFD, never through a file
+// a task could change) at process start, the package's init function
 // runs the shim and exits, before main or TestMain. This is the re-exec
 // pattern of moby's pkg/reexec and Nomad's executor: the gpulayer binary
 // (or a test binary) starts a copy of itself as the shim.
@@ -38,18 +40,13 @@ import (
 // Nomad's logmon and executor processes, in one small process.
 const ShimEnv = "GPULAYER_NATIVE_SHIM"
 
-// shimAllocDirEnv names the variable that gives the shim the allocation
-// directory: the spec, log and exit files are opened beneath it
-// (package allocdir), never by their plain paths.
-const shimAllocDirEnv = "GPULAYER_NATIVE_SHIM_ALLOC_DIR"
-
 func init() {
-	if spec := os.Getenv(ShimEnv); spec != "" {
-		os.Exit(runShim(os.Getenv(shimAllocDirEnv), spec))
+	if os.Getenv(ShimEnv) != "" {
+		os.Exit(runShim())
 	}
 }
 
-// maxShimSpec bounds the shim spec file, in bytes.
+// maxShimSpec bounds the shim spec, in bytes.
 const maxShimSpec = 16 << 20
 
 // openLogRoot opens dir, a directory below the allocation directory
@@ -61,8 +58,11 @@ func openLogRoot(allocDir, dir string) (*os.Root, error) {
 	return allocdir.OpenBeneath(allocDir, dir)
 }
 
-// shimSpec is what the driver tells the shim, as JSON in a file under the
-// task's log directory.
+// shimSpec is what the driver tells the shim, as JSON on a pipe
+// (shimSpecFD). It is never a file in the allocation directory: a task
+// that could write there (a docker task of the same allocation is root
+// in its container, with the directory at /alloc) could change the
+// command or the user the shim, running as root, starts.
 type shimSpec struct {
 	Path string
 	// Args includes argv[0].
@@ -104,10 +104,15 @@ type shimExit struct {
 // ("error <message>"). It is ExtraFiles[0] of the shim's command.
 const shimStatusFD = 3
 
-// runShim starts the task described by the spec file, copies its output
-// to rotated log files, writes its exit status and returns the shim's own
-// exit code: 0 once the exit status is recorded, 1 otherwise.
-func runShim(allocDir, specPath string) int {
+// shimSpecFD is the file descriptor on which the shim reads its spec (JSON,
+// then end of file). It is ExtraFiles[1] of the shim's command.
+const shimSpecFD = 4
+
+// runShim starts the task described by the spec it reads on shimSpecFD,
+// copies its output to rotated log files beneath the spec's allocation
+// directory, writes its exit status there and returns the shim's own exit
+// code: 0 once the exit status is recorded, 1 otherwise.
+func runShim() int {
 	status := os.NewFile(shimStatusFD, "status")
 	report := func(format string, args ...interface{}) {
 		if status != nil {
@@ -121,22 +126,23 @@ func runShim(allocDir, specPath string) int {
 		report("error %s", strings.ReplaceAll(err.Error(), "\n", " "))
 		return 1
 	}
-	specRoot, err := openLogRoot(allocDir, filepath.Dir(specPath))
+	specFile := os.NewFile(shimSpecFD, "spec")
+	if specFile == nil {
+		return fail(errors.New("no shim spec descriptor"))
+	}
+	b, err := io.ReadAll(io.LimitReader(specFile, maxShimSpec+1))
+	specFile.Close()
 	if err != nil {
 		return fail(fmt.Errorf("read shim spec: %w", err))
 	}
-	b, err := allocdir.ReadFile(specRoot, filepath.Base(specPath), maxShimSpec)
-	specRoot.Close()
-	if err != nil {
-		return fail(fmt.Errorf("read shim spec: %w", err))
+	if len(b) > maxShimSpec {
+		return fail(fmt.Errorf("shim spec over %d bytes", maxShimSpec))
 	}
 	var spec shimSpec
 	if err := json.Unmarshal(b, &spec); err != nil {
-		return fail(fmt.Errorf("decode shim spec %s: %w", specPath, err))
+		return fail(fmt.Errorf("decode shim spec: %w", err))
 	}
-	if spec.AllocDir != allocDir {
-		return fail(fmt.Errorf("shim spec names allocation directory %q, the shim was started for %q", spec.AllocDir, allocDir))
-	}
+	allocDir := spec.AllocDir
 	writer := func(base string) (*logging.RotatingWriter, error) {
 		root, err := openLogRoot(allocDir, spec.LogDir)
 		if err != nil {
@@ -217,10 +223,10 @@ func writeFile(allocDir, path string, v interface{}, durable bool) error {
 	return allocdir.WriteFile(root, filepath.Base(path), b, 0o600, durable)
 }
 
-// shimPaths returns the spec and exit file paths of a task's shim: hidden
-// files beside its logs, which no log reader lists.
-func shimPaths(cfg *driver.TaskConfig) (spec, exit string) {
-	return filepath.Join(cfg.LogDir, "."+cfg.Name+".shim.json"), filepath.Join(cfg.LogDir, "."+cfg.Name+".exit")
+// shimExitPath returns the exit file path of a task's shim: a hidden file
+// beside its logs, which no log reader lists.
+func shimExitPath(cfg *driver.TaskConfig) string {
+	return filepath.Join(cfg.LogDir, "."+cfg.Name+".exit")
 }
 
 // maxExitFile bounds the exit file, in bytes.
@@ -255,7 +261,7 @@ func readExitFile(allocDir, path string) (*driver.ExitResult, time.Time, error) 
 // task's pid once the shim reported it. A task that could not start
 // returns the shim's error message.
 func startShim(cfg *driver.TaskConfig, spec *shimSpec) (*exec.Cmd, int, error) {
-	specPath, exitPath := shimPaths(cfg)
+	exitPath := shimExitPath(cfg)
 	spec.ExitFile = exitPath
 	spec.AllocDir = cfg.AllocDir()
 	root, err := openLogRoot(spec.AllocDir, cfg.LogDir)
@@ -267,9 +273,9 @@ func startShim(cfg *driver.TaskConfig, spec *shimSpec) (*exec.Cmd, int, error) {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, 0, fmt.Errorf("remove old exit file: %w", err)
 	}
-	// The spec is read once, right away: it need not survive a host crash.
-	if err := writeFile(spec.AllocDir, specPath, spec, false); err != nil {
-		return nil, 0, fmt.Errorf("write shim spec: %w", err)
+	specJSON, err := json.Marshal(spec)
+	if err != nil {
+		return nil, 0, fmt.Errorf("encode shim spec: %w", err)
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -280,18 +286,34 @@ func startShim(cfg *driver.TaskConfig, spec *shimSpec) (*exec.Cmd, int, error) {
 		return nil, 0, fmt.Errorf("shim status pipe: %w", err)
 	}
 	defer r.Close()
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		w.Close()
+		return nil, 0, fmt.Errorf("shim spec pipe: %w", err)
+	}
 	shim := exec.Command(exe)
-	shim.Env = []string{ShimEnv + "=" + specPath, shimAllocDirEnv + "=" + spec.AllocDir}
-	shim.Dir = cfg.LogDir
-	shim.ExtraFiles = []*os.File{w}
+	shim.Env = []string{ShimEnv + "=1"}
+	// Not the log directory: a path there could lead anywhere.
+	shim.Dir = "/"
+	shim.ExtraFiles = []*os.File{w, specR}
 	// A session of its own: the agent's death, or a signal to the agent's
 	// process group, does not reach the shim or the task.
 	shim.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := shim.Start(); err != nil {
 		w.Close()
+		specR.Close()
+		specW.Close()
 		return nil, 0, fmt.Errorf("start task shim: %w", err)
 	}
 	w.Close()
+	specR.Close()
+	// The shim reads the whole spec before it writes its status line, and
+	// a pipe holds 64 KiB: write from a goroutine so a larger spec cannot
+	// block the start.
+	go func() {
+		_, _ = specW.Write(specJSON)
+		specW.Close()
+	}()
 	line, rerr := bufio.NewReader(r).ReadString('\n')
 	line = strings.TrimSpace(line)
 	if msg, ok := strings.CutPrefix(line, "error "); ok {

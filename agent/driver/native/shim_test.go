@@ -104,7 +104,7 @@ func TestShimTaskSurvivesDriverLoss(t *testing.T) {
 	if r := waitResult(t, d3, cfg.ID, time.Second); r.ExitCode != 3 {
 		t.Fatalf("finished task result %+v", r)
 	}
-	_, exitPath := shimPaths(cfg)
+	exitPath := shimExitPath(cfg)
 	if err := os.Remove(exitPath); err != nil {
 		t.Fatal(err)
 	}
