@@ -85,7 +85,7 @@ func TestE2EGangRanksAndRestart(t *testing.T) {
 		t.Skip("the agent is a separate process the race detector does not watch; the non-race pass runs this")
 	}
 	a := startDevAgent(t, t.TempDir())
-	work := t.TempDir()
+	work := taskWorkDir(t)
 	spec := filepath.Join(work, "gang.hcl")
 	if err := os.WriteFile(spec, []byte(strings.ReplaceAll(gangJobHCL, "%s", work)), 0o644); err != nil {
 		t.Fatal(err)

@@ -73,7 +73,7 @@ func TestE2EReattachAfterKill9(t *testing.T) {
 	}
 	image := dockertest.BuildImage(t)
 	dataDir := t.TempDir()
-	work := t.TempDir()
+	work := taskWorkDir(t)
 	a := startDevAgent(t, dataDir)
 
 	once := filepath.Join(work, "once.txt")

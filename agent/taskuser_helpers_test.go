@@ -36,3 +36,16 @@ func taskUserDir(t testing.TB) string {
 	letTaskUsersIn(t, d)
 	return d
 }
+
+// taskWorkDir is a temporary directory native tasks may write to when
+// they run as another user (nobody): reachable, and mode 0777.
+func taskWorkDir(t testing.TB) string {
+	t.Helper()
+	d := taskUserDir(t)
+	if os.Geteuid() == 0 {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
