@@ -64,6 +64,9 @@ func New(cfg *Config, logger hclog.Logger) (*Agent, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("%w: data_dir: %v", ErrConfig, err)
 	}
+	if err := openForTaskUsers(cfg); err != nil {
+		return nil, err
+	}
 	a := &Agent{config: cfg, logger: logger}
 	if err := a.start(); err != nil {
 		_ = a.Shutdown()

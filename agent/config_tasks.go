@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 
@@ -121,4 +122,27 @@ func (cl *ClientConfig) dockerAllowances() docker.Allowances {
 		a.Caps = append(a.Caps, strings.ToLower(c))
 	}
 	return a
+}
+
+// openForTaskUsers lets the users native tasks run as (when the agent
+// runs as root, "nobody" by default) pass through the data directory to
+// their task directories: mode 0711, search but no listing; what lies in
+// it keeps its own mode (server/ stays 0700). Directories above the data
+// directory are the operator's: a task whose user cannot pass one fails
+// with an event naming it (see the client's startup warning).
+func openForTaskUsers(cfg *Config) error {
+	if os.Geteuid() != 0 || cfg.Client == nil || !cfg.Client.Enabled {
+		return nil
+	}
+	fi, err := os.Stat(cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("%w: data_dir: %v", ErrConfig, err)
+	}
+	if fi.Mode().Perm()&0o001 != 0 {
+		return nil
+	}
+	if err := os.Chmod(cfg.DataDir, fi.Mode().Perm()|0o011); err != nil {
+		return fmt.Errorf("%w: data_dir: let task users pass through %s: %v", ErrConfig, cfg.DataDir, err)
+	}
+	return nil
 }

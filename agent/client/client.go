@@ -84,6 +84,9 @@ func NewClient(cfg *Config) (*Client, error) {
 				return nil, fmt.Errorf("let task users reach %s: %w", d, err)
 			}
 		}
+		if blocked := unreachableParent(c0.DataDir); blocked != "" {
+			c0.Logger.Warn("native tasks running as another user (nobody by default) cannot reach their directories: make this directory searchable (chmod o+x) or move the data directory", "dir", blocked)
+		}
 	}
 	c := &Client{cfg: c0, logger: c0.Logger, runners: map[string]*allocRunner{}, tel: telemetry{idleSince: map[string]time.Time{}},
 		healthDirty: make(chan struct{}, 1)}
@@ -377,4 +380,21 @@ func (c *Client) AllocLogs(ctx context.Context, allocID, task, logType string, f
 // requests cannot walk out of the allocs directory.
 func pathElem(s string) bool {
 	return s != "" && s != "." && s != ".." && filepath.Base(s) == s && !strings.ContainsAny(s, `/\`)
+}
+
+// unreachableParent returns the first directory above dir that other
+// users cannot pass through (no o+x), or "" when there is none.
+func unreachableParent(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().Perm()&0o001 == 0 {
+			return p
+		}
+		if p == filepath.Dir(p) {
+			return ""
+		}
+	}
 }
