@@ -8,6 +8,7 @@
 //	lines N SIZE [F] print N lines of SIZE bytes of JSON (after file F exists), exit 0
 //	append FILE      append one line to FILE, exit 0
 //	waitfile FILE    print "ready", wait until FILE exists, print "done", exit 0
+//	swapdir D T      rename directory D to D.old, make D a symlink to T, exit 1
 //	caps             print the CapEff line of /proc/self/status, exit 0
 //	plant T N SIZE L...  make each L a symlink to T (a path the host may
 //	                 resolve), then print N lines of SIZE bytes, exit 0
@@ -72,6 +73,13 @@ func main() {
 		}
 		fmt.Fprintln(f, "ran once")
 		f.Close()
+	case "swapdir":
+		_ = os.Rename(args[0], args[0]+".old")
+		if err := os.Symlink(args[1], args[0]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		fmt.Println("swapped")
+		os.Exit(1)
 	case "caps":
 		b, err := os.ReadFile("/proc/self/status")
 		if err != nil {
