@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -174,7 +175,13 @@ func LoadConfigFile(path string) (*Config, error) {
 }
 
 // ParseConfig parses agent config HCL from src; filename is used in errors.
+//
+// Before parsing, src is checked for nesting deeper than
+// jobspec.MaxNestingDepth (the agent config obeys the jobspec's limits).
 func ParseConfig(filename string, src []byte) (*Config, error) {
+	if diags := jobspec.CheckNesting(filename, src); diags.HasErrors() {
+		return nil, diagError(diags)
+	}
 	f, diags := hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
 	if diags.HasErrors() {
 		return nil, diagError(diags)

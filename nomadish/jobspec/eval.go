@@ -47,7 +47,7 @@ func functions() map[string]function.Function {
 		"formatlist":      stdlib.FormatListFunc,
 		"indent":          stdlib.IndentFunc,
 		"join":            stdlib.JoinFunc,
-		"jsondecode":      stdlib.JSONDecodeFunc,
+		"jsondecode":      boundedJSONDecodeFunc,
 		"jsonencode":      stdlib.JSONEncodeFunc,
 		"keys":            stdlib.KeysFunc,
 		"length":          stdlib.LengthFunc,
@@ -230,7 +230,11 @@ func evalVariable(name string, block *hcl.Block, vars map[string]string, funcs *
 func varValue(name, raw string, ty cty.Type, funcs *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	v := cty.StringVal(raw)
 	if !ty.IsPrimitiveType() && ty != cty.DynamicPseudoType {
-		expr, diags := hclsyntax.ParseExpression([]byte(raw), fmt.Sprintf("<value for var.%s>", name), hcl.InitialPos)
+		filename := fmt.Sprintf("<value for var.%s>", name)
+		if diags := CheckExpressionNesting(filename, []byte(raw)); diags.HasErrors() {
+			return cty.DynamicVal, diags
+		}
+		expr, diags := hclsyntax.ParseExpression([]byte(raw), filename, hcl.InitialPos)
 		if diags.HasErrors() {
 			return cty.DynamicVal, diags
 		}

@@ -133,6 +133,9 @@ var rootSchema = &hcl.BodySchema{
 }
 
 func parse(filename string, src []byte, vars map[string]string) (*api.Job, hcl.Diagnostics) {
+	if diags := CheckNesting(filename, src); diags.HasErrors() {
+		return nil, diags
+	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diags
