@@ -188,11 +188,9 @@ func (a *Agent) start() error {
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	a.httpServer = &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          a.logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-	}
+	lim := cfg.HTTPLimits()
+	a.httpServer = newHTTPServer(handler, lim, a.logger.Named("http"))
+	ln = agenthttp.LimitConnsPerClient(ln, lim.MaxConnsPerClient, true)
 	go func() {
 		if err := a.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.logger.Error("http server stopped", "error", err)

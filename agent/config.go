@@ -52,6 +52,10 @@ type Config struct {
 	Server *ServerConfig `hcl:"server,block"`
 	Client *ClientConfig `hcl:"client,block"`
 
+	// Limits bounds the HTTP API's connections and request reads
+	// (config_limits.go).
+	Limits *LimitsConfig `hcl:"limits,block"`
+
 	// DevMode runs server and client in one process bound to loopback.
 	DevMode bool
 }
@@ -248,6 +252,7 @@ func (c *Config) Merge(o *Config) {
 			c.Ports.Serf = p.Serf
 		}
 	}
+	c.mergeLimits(o.Limits)
 	if s := o.Server; s != nil {
 		c.Server.Enabled = c.Server.Enabled || s.Enabled
 		if s.BootstrapExpect != 0 {
@@ -322,6 +327,7 @@ func (c *Config) Validate() error {
 	}
 	p = append(p, c.validateCluster()...)
 	p = append(p, c.Server.validateGC()...)
+	p = append(p, c.validateLimits()...)
 	if c.Client.DevGPUs != nil && (*c.Client.DevGPUs < 0 || *c.Client.DevGPUs > 64) {
 		p = append(p, fmt.Sprintf("client.dev_gpus: must be between 0 and 64, got %d", *c.Client.DevGPUs))
 	}
