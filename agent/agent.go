@@ -177,6 +177,9 @@ func (a *Agent) start() error {
 	hcfg := agenthttp.Config{
 		Logger: a.logger,
 		Self:   a.self,
+		// -dev has no accounts: only this machine and its own UI may
+		// drive it (no DNS rebinding, no cross-site requests).
+		LocalOnly: cfg.DevMode,
 	}
 	if a.server != nil {
 		hcfg.Server = a.server

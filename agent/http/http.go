@@ -77,6 +77,10 @@ type Config struct {
 	// MaxBodyBytes caps request bodies, in bytes; zero means
 	// DefaultMaxBodyBytes (1 MiB). Larger bodies get 413.
 	MaxBodyBytes int64
+	// LocalOnly puts the handler behind LocalOnly (localonly.go): only
+	// the agent's loopback Host and its own origin are answered. The
+	// agent sets it in -dev mode, which has no accounts.
+	LocalOnly bool
 }
 
 // handler is the API: a ServeMux with JSON errors for unknown routes and
@@ -124,6 +128,9 @@ func New(cfg Config) (http.Handler, error) {
 	h.routes()
 	if err := h.observabilityRoutes(); err != nil {
 		return nil, err
+	}
+	if cfg.LocalOnly {
+		return LocalOnly(h), nil
 	}
 	return h, nil
 }
