@@ -179,7 +179,8 @@ func (a *Agent) start() error {
 		Self:   a.self,
 		// -dev has no accounts: only this machine and its own UI may
 		// drive it (no DNS rebinding, no cross-site requests).
-		LocalOnly: cfg.DevMode,
+		LocalOnly:        cfg.DevMode,
+		MaxSnapshotBytes: cfg.HTTPLimits().MaxSnapshotBytes,
 	}
 	if a.server != nil {
 		hcfg.Server = a.server

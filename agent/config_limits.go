@@ -20,6 +20,7 @@ import (
 //	  http_snapshot_read_timeout = "1h" # the body of PUT /v1/operator/snapshot
 //	  http_idle_timeout         = "2m"  # a keep-alive connection with no request
 //	  http_max_header_bytes     = 65536 # request line and headers
+//	  snapshot_restore_max_bytes = 1073741824 # the archive of PUT /v1/operator/snapshot
 //	}
 //
 // Zero or empty fields take the defaults above (agent/http's Default*).
@@ -31,6 +32,7 @@ type LimitsConfig struct {
 	HTTPSnapshotReadTimeout string `hcl:"http_snapshot_read_timeout,optional"`
 	HTTPIdleTimeout         string `hcl:"http_idle_timeout,optional"`
 	HTTPMaxHeaderBytes      int    `hcl:"http_max_header_bytes,optional"`
+	SnapshotRestoreMaxBytes int64  `hcl:"snapshot_restore_max_bytes,optional"`
 }
 
 // DefaultHTTPSHandshakeTimeout is Nomad's https_handshake_timeout: 5 s.
@@ -81,6 +83,10 @@ func (c *Config) validateLimits() []string {
 		p = append(p, fmt.Sprintf("limits.http_max_header_bytes: must be 0 (default %d) to 16777216, got %d",
 			agenthttp.DefaultMaxHeaderBytes, l.HTTPMaxHeaderBytes))
 	}
+	if l.SnapshotRestoreMaxBytes < 0 || l.SnapshotRestoreMaxBytes > 1<<40 {
+		p = append(p, fmt.Sprintf("limits.snapshot_restore_max_bytes: must be 0 (default %d) to 1099511627776 (1 TiB), got %d",
+			int64(agenthttp.MaxSnapshotBytes), l.SnapshotRestoreMaxBytes))
+	}
 	return p
 }
 
@@ -98,6 +104,9 @@ func (c *Config) mergeLimits(o *LimitsConfig) {
 	}
 	if o.HTTPMaxHeaderBytes != 0 {
 		l.HTTPMaxHeaderBytes = o.HTTPMaxHeaderBytes
+	}
+	if o.SnapshotRestoreMaxBytes != 0 {
+		l.SnapshotRestoreMaxBytes = o.SnapshotRestoreMaxBytes
 	}
 	set := func(dst *string, v string) {
 		if v != "" {
@@ -120,6 +129,7 @@ type HTTPLimits struct {
 	SnapshotReadTimeout time.Duration
 	IdleTimeout         time.Duration
 	MaxHeaderBytes      int
+	MaxSnapshotBytes    int64
 }
 
 // HTTPLimits returns the limits with the defaults filled in. Fields that
@@ -129,7 +139,10 @@ func (c *Config) HTTPLimits() HTTPLimits {
 	if l == nil {
 		l = &LimitsConfig{}
 	}
-	out := HTTPLimits{MaxConnsPerClient: l.HTTPMaxConnsPerClient, MaxHeaderBytes: l.HTTPMaxHeaderBytes}
+	out := HTTPLimits{MaxConnsPerClient: l.HTTPMaxConnsPerClient, MaxHeaderBytes: l.HTTPMaxHeaderBytes, MaxSnapshotBytes: l.SnapshotRestoreMaxBytes}
+	if out.MaxSnapshotBytes == 0 {
+		out.MaxSnapshotBytes = agenthttp.MaxSnapshotBytes
+	}
 	if out.MaxConnsPerClient == 0 {
 		out.MaxConnsPerClient = agenthttp.DefaultMaxConnsPerClient
 	}
