@@ -92,8 +92,11 @@ func functions() map[string]function.Function {
 // evalContext builds the context the job block is evaluated in: var.* from
 // the variable blocks and vars, local.* from the locals blocks, and the
 // functions. It reports every problem with variables and locals.
-func evalContext(filename string, variables, locals hcl.Blocks, vars map[string]string) (*hcl.EvalContext, hcl.Diagnostics) {
-	ctx := &hcl.EvalContext{Functions: functions()}
+//
+// Every function, for-expression and template is charged to b (see
+// MaxEvalWork).
+func evalContext(filename string, variables, locals hcl.Blocks, vars map[string]string, b *budget) (*hcl.EvalContext, hcl.Diagnostics) {
+	ctx := &hcl.EvalContext{Functions: boundedFunctions(b)}
 	varVals, diags := evalVariables(filename, variables, vars, ctx)
 	ctx.Variables = map[string]cty.Value{"var": cty.ObjectVal(varVals)}
 	localVals, moreDiags := evalLocals(locals, ctx)
@@ -238,6 +241,7 @@ func varValue(name, raw string, ty cty.Type, funcs *hcl.EvalContext) (cty.Value,
 		if diags.HasErrors() {
 			return cty.DynamicVal, diags
 		}
+		diags = append(diags, hclsyntax.Walk(expr, astCharger{})...)
 		var moreDiags hcl.Diagnostics
 		v, moreDiags = expr.Value(funcs)
 		if moreDiags.HasErrors() {
