@@ -191,7 +191,11 @@ func ParseConfig(filename string, src []byte) (*Config, error) {
 		return nil, diagError(diags)
 	}
 	var c Config
-	if diags := gohcl.DecodeBody(f.Body, nil, &c); diags.HasErrors() {
+	var ctx *hcl.EvalContext
+	if body, ok := f.Body.(*hclsyntax.Body); ok {
+		ctx = jobspec.ChargedContext(body)
+	}
+	if diags := gohcl.DecodeBody(f.Body, ctx, &c); diags.HasErrors() {
 		return nil, diagError(diags)
 	}
 	return &c, nil

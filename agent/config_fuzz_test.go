@@ -46,3 +46,15 @@ func FuzzParseAgentConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestParseConfigRefusesEvalBlowup: nested for-expressions over literal
+// lists (no function needed) are charged to jobspec's evaluation budget.
+func TestParseConfigRefusesEvalBlowup(t *testing.T) {
+	list := "[" + strings.TrimSuffix(strings.Repeat("1,", 1000), ",") + "]"
+	src := "client {\n  meta = { a = jsonencode([for x in " + list + " : [for y in " + list + " : [for z in " + list + " : 1]]]) }\n}\n"
+	src = strings.Replace(src, "jsonencode(", "(", 1)
+	_, err := ParseConfig("agent.hcl", []byte(src))
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "build more than") {
+		t.Fatalf("err = %.300v, want the evaluation budget", err)
+	}
+}

@@ -265,3 +265,15 @@ func amplification(name string, args []cty.Value) int {
 	}
 	return 0
 }
+
+// ChargedContext rewrites body in place so that its for-expressions and
+// templates are charged to a fresh budget of MaxEvalWork, and returns the
+// evaluation context that holds the budget (and no other function). Use it
+// for HCL outside jobspecs (the agent config) evaluated without
+// functions: gohcl.DecodeBody(body, ChargedContext(body), &cfg). A body
+// past the budget yields diagnostics that name the place.
+func ChargedContext(body *hclsyntax.Body) *hcl.EvalContext {
+	b := &budget{left: MaxEvalWork}
+	chargeAST(body)
+	return &hcl.EvalContext{Functions: map[string]function.Function{budgetFunc: budgetFunction(b)}}
+}
