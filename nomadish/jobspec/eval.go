@@ -241,7 +241,8 @@ func varValue(name, raw string, ty cty.Type, funcs *hcl.EvalContext) (cty.Value,
 		if diags.HasErrors() {
 			return cty.DynamicVal, diags
 		}
-		diags = append(diags, hclsyntax.Walk(expr, astCharger{})...)
+		// astCharger only rewrites; it reports nothing.
+		_ = hclsyntax.Walk(expr, astCharger{})
 		var moreDiags hcl.Diagnostics
 		v, moreDiags = expr.Value(funcs)
 		if moreDiags.HasErrors() {
