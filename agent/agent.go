@@ -182,6 +182,10 @@ func (a *Agent) start() error {
 	hcfg := agenthttp.Config{
 		Logger: a.logger,
 		Self:   a.self,
+		// -dev has no accounts: only this machine and its own UI may
+		// drive it (no DNS rebinding, no cross-site requests).
+		LocalOnly:        cfg.DevMode,
+		MaxSnapshotBytes: cfg.HTTPLimits().MaxSnapshotBytes,
 	}
 	if a.server != nil {
 		hcfg.Server = a.server
@@ -193,11 +197,9 @@ func (a *Agent) start() error {
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	a.httpServer = &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          a.logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-	}
+	lim := cfg.HTTPLimits()
+	a.httpServer = newHTTPServer(handler, lim, a.logger.Named("http"))
+	ln = agenthttp.LimitConnsPerClient(ln, lim.MaxConnsPerClient, true)
 	go func() {
 		if err := a.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.logger.Error("http server stopped", "error", err)

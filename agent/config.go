@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -50,6 +51,10 @@ type Config struct {
 	Ports  *Ports        `hcl:"ports,block"`
 	Server *ServerConfig `hcl:"server,block"`
 	Client *ClientConfig `hcl:"client,block"`
+
+	// Limits bounds the HTTP API's connections and request reads
+	// (config_limits.go).
+	Limits *LimitsConfig `hcl:"limits,block"`
 
 	// DevMode runs server and client in one process bound to loopback.
 	DevMode bool
@@ -178,13 +183,23 @@ func LoadConfigFile(path string) (*Config, error) {
 }
 
 // ParseConfig parses agent config HCL from src; filename is used in errors.
+//
+// Before parsing, src is checked for nesting deeper than
+// jobspec.MaxNestingDepth (the agent config obeys the jobspec's limits).
 func ParseConfig(filename string, src []byte) (*Config, error) {
+	if diags := jobspec.CheckNesting(filename, src); diags.HasErrors() {
+		return nil, diagError(diags)
+	}
 	f, diags := hclsyntax.ParseConfig(src, filename, hcl.Pos{Line: 1, Column: 1})
 	if diags.HasErrors() {
 		return nil, diagError(diags)
 	}
 	var c Config
-	if diags := gohcl.DecodeBody(f.Body, nil, &c); diags.HasErrors() {
+	var ctx *hcl.EvalContext
+	if body, ok := f.Body.(*hclsyntax.Body); ok {
+		ctx = jobspec.ChargedContext(body)
+	}
+	if diags := gohcl.DecodeBody(f.Body, ctx, &c); diags.HasErrors() {
 		return nil, diagError(diags)
 	}
 	return &c, nil
@@ -245,6 +260,7 @@ func (c *Config) Merge(o *Config) {
 			c.Ports.Serf = p.Serf
 		}
 	}
+	c.mergeLimits(o.Limits)
 	if s := o.Server; s != nil {
 		c.Server.Enabled = c.Server.Enabled || s.Enabled
 		if s.BootstrapExpect != 0 {
@@ -326,6 +342,7 @@ func (c *Config) Validate() error {
 	p = append(p, c.validateCluster()...)
 	p = append(p, c.Server.validateGC()...)
 	p = append(p, c.Client.validateTasks()...)
+	p = append(p, c.validateLimits()...)
 	if c.Client.DevGPUs != nil && (*c.Client.DevGPUs < 0 || *c.Client.DevGPUs > 64) {
 		p = append(p, fmt.Sprintf("client.dev_gpus: must be between 0 and 64, got %d", *c.Client.DevGPUs))
 	}

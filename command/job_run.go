@@ -177,6 +177,9 @@ func readVarFile(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading var file: %w", err)
 	}
+	if diags := jobspec.CheckNesting(path, src); diags.HasErrors() {
+		return nil, diagError(diags)
+	}
 	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diagError(diags)

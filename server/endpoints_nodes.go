@@ -23,6 +23,9 @@ func (s *Server) NodeRegister(ctx context.Context, node *structs.Node) (time.Dur
 	if node == nil || node.ID == "" || node.Name == "" {
 		return 0, fmt.Errorf("node register: %w: node ID and name are required", structs.ErrInvalid)
 	}
+	if err := node.ValidateNodeFields(); err != nil {
+		return 0, fmt.Errorf("node register: %w", err)
+	}
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.NodeRegister(fctx, node)
 	}

@@ -309,6 +309,7 @@ func (j *Job) Validate() error {
 	for _, e := range validateClass(j.Requires, j.Availability) {
 		add("%s", e)
 	}
+	p = append(p, j.fieldProblems()...)
 	if len(j.TaskGroups) == 0 {
 		add("group: a job needs at least one task group")
 	}
@@ -407,7 +408,11 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	for _, msg := range validateReschedule(tg.ReschedulePolicy) {
 		add("%s", msg)
 	}
+	p = append(p, rescheduleBoundProblems(tg.ReschedulePolicy)...)
+	p = append(p, mapProblems("meta", tg.Meta)...)
+	p = append(p, listProblems("", len(tg.Constraints), len(tg.Affinities))...)
 	if rp := tg.RestartPolicy; rp != nil {
+		p = append(p, restartProblems(rp)...)
 		if rp.Attempts < 0 {
 			add("restart: attempts: must be 0 or more, got %d", rp.Attempts)
 		}
@@ -455,6 +460,9 @@ func (tg *TaskGroup) validate(jobType string) []string {
 		}
 		if t.KillTimeout < 0 {
 			add("%s: kill_timeout: must not be negative, got %s", where, t.KillTimeout)
+		}
+		for _, msg := range taskBoundProblems(t) {
+			add("%s: %s", where, msg)
 		}
 		if r := t.Resources; r != nil {
 			if r.CPU < 0 {

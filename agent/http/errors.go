@@ -1,9 +1,11 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -83,20 +85,37 @@ func writeJSON(w http.ResponseWriter, code int, v interface{}) {
 	_ = enc.Encode(v)
 }
 
+// MaxJSONBodyDepth is the deepest nesting of arrays and objects a JSON
+// request body may have. A job register body nests about 10 levels before
+// a task's driver Config (JobRegisterRequest, Job, TaskGroups, a group,
+// Tasks, a task, Resources, Devices, a device, Constraints), which leaves a
+// driver config some 50 levels; encoding/json's own limit (10000) would let
+// a 1 MiB body build values that every later walk recurses through.
+const MaxJSONBodyDepth = 64
+
 // decodeBody reads a JSON request body of at most maxBody bytes into v. A
 // body too large yields an *http.MaxBytesError (413); an empty or malformed
-// body a 400 error naming the problem.
+// body, or one nested deeper than MaxJSONBodyDepth, a 400 error naming the
+// problem.
 func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v interface{}) error {
 	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
-	dec := json.NewDecoder(r.Body)
-	if err := dec.Decode(v); err != nil {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
 		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fmt.Errorf("request body larger than %d bytes: %w", mbe.Limit, err)
+		}
+		return badRequest("reading request body: %v", err)
+	}
+	if off := jsonTooDeep(raw, MaxJSONBodyDepth); off >= 0 {
+		return badRequest("malformed JSON body: nested deeper than %d levels at byte %d", MaxJSONBodyDepth, off)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
 		var te *json.UnmarshalTypeError
 		switch {
-		case errors.As(err, &mbe):
-			return fmt.Errorf("request body larger than %d bytes: %w", mbe.Limit, err)
-		case err.Error() == "EOF":
+		case errors.Is(err, io.EOF):
 			return badRequest("request body is empty; want a JSON object")
 		case errors.As(err, &se):
 			return badRequest("malformed JSON body at byte %d: %v", se.Offset, err)
@@ -110,8 +129,37 @@ func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v interface
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); err == nil {
 		return badRequest("malformed JSON body: data after the JSON object")
-	} else if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-		return fmt.Errorf("request body larger than %d bytes: %w", mbe.Limit, err)
 	}
 	return nil
+}
+
+// jsonTooDeep returns the byte offset in the JSON text b where arrays and
+// objects first nest deeper than limit, or -1 when they never do. Strings
+// are skipped; b is not otherwise validated.
+func jsonTooDeep(b []byte, limit int) int {
+	depth := 0
+	inString, escaped := false, false
+	for i, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			if depth > limit {
+				return i
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return -1
 }

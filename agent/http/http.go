@@ -77,6 +77,13 @@ type Config struct {
 	// MaxBodyBytes caps request bodies, in bytes; zero means
 	// DefaultMaxBodyBytes (1 MiB). Larger bodies get 413.
 	MaxBodyBytes int64
+	// LocalOnly puts the handler behind LocalOnly (localonly.go): only
+	// the agent's loopback Host and its own origin are answered. The
+	// agent sets it in -dev mode, which has no accounts.
+	LocalOnly bool
+	// MaxSnapshotBytes caps the archive of PUT /v1/operator/snapshot, in
+	// bytes; zero means MaxSnapshotBytes (1 GiB). Larger archives get 413.
+	MaxSnapshotBytes int64
 }
 
 // handler is the API: a ServeMux with JSON errors for unknown routes and
@@ -95,6 +102,8 @@ type handler struct {
 	fwd     *forwarder
 	// metrics is the Prometheus registry behind /v1/metrics (metrics.go).
 	metrics *httpMetrics
+	// maxSnapshot caps snapshot restore bodies; 0 means MaxSnapshotBytes.
+	maxSnapshot int64
 }
 
 // New returns the API handler. It fails when both cfg.Server and
@@ -117,6 +126,8 @@ func New(cfg Config) (http.Handler, error) {
 		self:    cfg.Self,
 		maxBody: cfg.MaxBodyBytes,
 		mux:     http.NewServeMux(),
+
+		maxSnapshot: cfg.MaxSnapshotBytes,
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -124,6 +135,9 @@ func New(cfg Config) (http.Handler, error) {
 	h.routes()
 	if err := h.observabilityRoutes(); err != nil {
 		return nil, err
+	}
+	if cfg.LocalOnly {
+		return LocalOnly(h), nil
 	}
 	return h, nil
 }

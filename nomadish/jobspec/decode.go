@@ -88,6 +88,8 @@ var (
 type decoder struct {
 	ctx   *hcl.EvalContext
 	diags hcl.Diagnostics
+	// budget is charged with every attribute value (see MaxEvalWork).
+	budget *budget
 }
 
 func (d *decoder) content(body hcl.Body, schema *hcl.BodySchema) *hcl.BodyContent {
@@ -279,6 +281,17 @@ func (d *decoder) value(attr *hcl.Attribute, ty cty.Type) (cty.Value, bool) {
 	d.diags = append(d.diags, diags...)
 	if diags.HasErrors() {
 		return cty.NilVal, false
+	}
+	// The value becomes Go values and JSON: charge it, so a value that
+	// shares one big local many times over is refused, not copied.
+	if d.budget != nil {
+		if err := d.budget.charge(v); err != nil {
+			d.diags = append(d.diags, &hcl.Diagnostic{
+				Severity: hcl.DiagError, Summary: "Value too large", Detail: err.Error() + ".",
+				Subject: attr.Expr.Range().Ptr(),
+			})
+			return cty.NilVal, false
+		}
 	}
 	v, _ = v.UnmarkDeep()
 	if v.IsNull() {

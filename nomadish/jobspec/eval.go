@@ -47,7 +47,7 @@ func functions() map[string]function.Function {
 		"formatlist":      stdlib.FormatListFunc,
 		"indent":          stdlib.IndentFunc,
 		"join":            stdlib.JoinFunc,
-		"jsondecode":      stdlib.JSONDecodeFunc,
+		"jsondecode":      boundedJSONDecodeFunc,
 		"jsonencode":      stdlib.JSONEncodeFunc,
 		"keys":            stdlib.KeysFunc,
 		"length":          stdlib.LengthFunc,
@@ -92,8 +92,11 @@ func functions() map[string]function.Function {
 // evalContext builds the context the job block is evaluated in: var.* from
 // the variable blocks and vars, local.* from the locals blocks, and the
 // functions. It reports every problem with variables and locals.
-func evalContext(filename string, variables, locals hcl.Blocks, vars map[string]string) (*hcl.EvalContext, hcl.Diagnostics) {
-	ctx := &hcl.EvalContext{Functions: functions()}
+//
+// Every function, for-expression and template is charged to b (see
+// MaxEvalWork).
+func evalContext(filename string, variables, locals hcl.Blocks, vars map[string]string, b *budget) (*hcl.EvalContext, hcl.Diagnostics) {
+	ctx := &hcl.EvalContext{Functions: boundedFunctions(b)}
 	varVals, diags := evalVariables(filename, variables, vars, ctx)
 	ctx.Variables = map[string]cty.Value{"var": cty.ObjectVal(varVals)}
 	localVals, moreDiags := evalLocals(locals, ctx)
@@ -230,10 +233,16 @@ func evalVariable(name string, block *hcl.Block, vars map[string]string, funcs *
 func varValue(name, raw string, ty cty.Type, funcs *hcl.EvalContext) (cty.Value, hcl.Diagnostics) {
 	v := cty.StringVal(raw)
 	if !ty.IsPrimitiveType() && ty != cty.DynamicPseudoType {
-		expr, diags := hclsyntax.ParseExpression([]byte(raw), fmt.Sprintf("<value for var.%s>", name), hcl.InitialPos)
+		filename := fmt.Sprintf("<value for var.%s>", name)
+		if diags := CheckExpressionNesting(filename, []byte(raw)); diags.HasErrors() {
+			return cty.DynamicVal, diags
+		}
+		expr, diags := hclsyntax.ParseExpression([]byte(raw), filename, hcl.InitialPos)
 		if diags.HasErrors() {
 			return cty.DynamicVal, diags
 		}
+		// astCharger only rewrites; it reports nothing.
+		_ = hclsyntax.Walk(expr, astCharger{})
 		var moreDiags hcl.Diagnostics
 		v, moreDiags = expr.Value(funcs)
 		if moreDiags.HasErrors() {

@@ -133,6 +133,9 @@ var rootSchema = &hcl.BodySchema{
 }
 
 func parse(filename string, src []byte, vars map[string]string) (*api.Job, hcl.Diagnostics) {
+	if diags := CheckNesting(filename, src); diags.HasErrors() {
+		return nil, diags
+	}
 	file, diags := hclsyntax.ParseConfig(src, filename, hcl.InitialPos)
 	if diags.HasErrors() {
 		return nil, diags
@@ -147,6 +150,7 @@ func parse(filename string, src []byte, vars map[string]string) (*api.Job, hcl.D
 		})
 	}
 	diags = append(diags, keepRuntimeInterpolations(body, src)...)
+	diags = append(diags, chargeAST(body)...)
 	content, moreDiags := body.Content(rootSchema)
 	diags = append(diags, moreDiags...)
 	if diags.HasErrors() {
@@ -185,12 +189,13 @@ func parse(filename string, src []byte, vars map[string]string) (*api.Job, hcl.D
 		return nil, diags
 	}
 
-	ctx, moreDiags := evalContext(filename, variables, locals, vars)
+	b := &budget{left: MaxEvalWork}
+	ctx, moreDiags := evalContext(filename, variables, locals, vars, b)
 	diags = append(diags, moreDiags...)
 	if diags.HasErrors() {
 		return nil, diags
 	}
-	d := &decoder{ctx: ctx}
+	d := &decoder{ctx: ctx, budget: b}
 	job := d.job(jobs[0])
 	diags = append(diags, d.diags...)
 	return job, diags

@@ -302,6 +302,12 @@ func (d *Driver) containerConfig(cfg *driver.TaskConfig, tc *taskConfig, allocDi
 		if r.CPU > 0 {
 			hc.CPUShares = max(r.CPU, 2)
 		}
+		if r.MemoryMB > structs.MaxMemoryMB || r.CPU > structs.MaxCPUMHz {
+			// MiB << 20 past the limit would overflow into a negative
+			// Memory, which Docker reads as unlimited.
+			return nil, nil, fmt.Errorf("%w: resources of %d MHz and %d MiB are past the limits (%d MHz, %d MiB)",
+				driver.ErrInvalidConfig, r.CPU, r.MemoryMB, structs.MaxCPUMHz, structs.MaxMemoryMB)
+		}
 		if r.MemoryMB > 0 {
 			hc.Memory = r.MemoryMB << 20
 			hc.MemorySwap = hc.Memory

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -248,9 +249,18 @@ const (
 // microseconds per period (at least MinCPUQuota): a task given 1000 MHz on
 // a node of 2000 MHz cores may use half a core. A zero cpuMHz or memoryMB
 // sets no limit of that kind. It returns an error when hardCPU is set
-// without a CPU figure or without the node's MHz per core.
+// without a CPU figure or without the node's MHz per core, and when
+// memoryMB or cpuMHz is past structs.MaxMemoryMB or structs.MaxCPUMHz
+// (MiB << 20 and the quota product would overflow int64 into a negative
+// "no limit").
 func TaskLimits(cpuMHz, memoryMB int64, hardCPU bool, mhzPerCore int64) (Limits, error) {
 	var l Limits
+	if memoryMB > structs.MaxMemoryMB {
+		return Limits{}, fmt.Errorf("memory of %d MiB is past the limit of %d MiB", memoryMB, structs.MaxMemoryMB)
+	}
+	if cpuMHz > structs.MaxCPUMHz {
+		return Limits{}, fmt.Errorf("cpu of %d MHz is past the limit of %d MHz", cpuMHz, structs.MaxCPUMHz)
+	}
 	if memoryMB > 0 {
 		l.MemoryBytes = memoryMB << 20
 	}
