@@ -1,0 +1,225 @@
+package tlsutil
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// handshake runs a TLS handshake between a server with srv and a client
+// with cli over an in-memory pipe and returns the client's and the
+// server's errors.
+func handshake(t *testing.T, srv, cli *tls.Config) (clientErr, serverErr error) {
+	t.Helper()
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	_ = a.SetDeadline(deadline)
+	_ = b.SetDeadline(deadline)
+	done := make(chan error, 1)
+	go func() {
+		s := tls.Server(a, srv)
+		err := s.Handshake()
+		if err == nil {
+			// TLS 1.3 sends the server's verdict on the client
+			// certificate after the client's handshake returns: make
+			// the client read it.
+			_, err = s.Write([]byte("x"))
+		}
+		if err != nil {
+			_ = a.Close()
+		}
+		done <- err
+	}()
+	c := tls.Client(b, cli)
+	clientErr = c.Handshake()
+	if clientErr == nil {
+		buf := make([]byte, 1)
+		_, clientErr = c.Read(buf)
+	}
+	_ = b.Close()
+	return clientErr, <-done
+}
+
+func newPKI(t *testing.T) *TestPKI {
+	t.Helper()
+	p, err := WriteTestPKI(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func bundle(t *testing.T, p *TestPKI, name string, role Role, region string) *Bundle {
+	t.Helper()
+	b, err := p.Bundle(name, Config{RPC: true, HTTP: true}, CertOptions{Role: role, Region: region})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The bundle checks the names of the agent's own region.
+	b.region = DefaultRegion
+	return b
+}
+
+func TestRaftHostnameRules(t *testing.T) {
+	p := newPKI(t)
+	srv := bundle(t, p, "s1", RoleServer, "")
+	other := newPKI(t)
+	cases := []struct {
+		name string
+		peer *Bundle
+		ok   bool
+	}{
+		{"server certificate", bundle(t, p, "s2", RoleServer, ""), true},
+		{"client certificate", bundle(t, p, "c1", RoleClient, ""), false},
+		{"cli certificate", bundle(t, p, "cli", RoleCLI, ""), false},
+		{"server certificate of another region", bundle(t, p, "s3", RoleServer, "west"), false},
+		{"server certificate of another CA", bundle(t, other, "s4", RoleServer, ""), false},
+	}
+	for _, tc := range cases {
+		t.Run("dialing in with a "+tc.name, func(t *testing.T) {
+			// The peer dials this server's Raft listener.
+			cerr, serr := handshake(t, srv.RaftServer(), tc.peer.RaftClient())
+			if tc.ok && (cerr != nil || serr != nil) {
+				t.Fatalf("handshake failed: client %v, server %v", cerr, serr)
+			}
+			if !tc.ok && serr == nil {
+				t.Fatalf("the Raft listener accepted a %s", tc.name)
+			}
+		})
+		t.Run("answering with a "+tc.name, func(t *testing.T) {
+			// This server dials the peer's Raft listener.
+			cerr, _ := handshake(t, tc.peer.RaftServer(), srv.RaftClient())
+			if tc.ok && cerr != nil {
+				t.Fatalf("handshake failed: %v", cerr)
+			}
+			if !tc.ok && cerr == nil {
+				t.Fatalf("a Raft dial accepted a %s as a server", tc.name)
+			}
+		})
+	}
+}
+
+func TestRaftRefusesNoCertificate(t *testing.T) {
+	p := newPKI(t)
+	srv := bundle(t, p, "s1", RoleServer, "")
+	cli := &tls.Config{RootCAs: srv.pool, ServerName: RoleServer.Name("")}
+	_, serr := handshake(t, srv.RaftServer(), cli)
+	if serr == nil {
+		t.Fatal("the Raft listener accepted a peer without a certificate")
+	}
+}
+
+func TestHTTPHostnameRules(t *testing.T) {
+	p := newPKI(t)
+	server := bundle(t, p, "s1", RoleServer, "")
+	client := bundle(t, p, "c1", RoleClient, "")
+	cliB := bundle(t, p, "cli", RoleCLI, "")
+	t.Run("client agent reaches a server", func(t *testing.T) {
+		if cerr, serr := handshake(t, server.HTTPServer(), client.ServerHTTPClient()); cerr != nil || serr != nil {
+			t.Fatalf("client %v, server %v", cerr, serr)
+		}
+	})
+	t.Run("a client certificate cannot pose as a server", func(t *testing.T) {
+		other := bundle(t, p, "c2", RoleClient, "")
+		cerr, _ := handshake(t, other.HTTPServer(), client.ServerHTTPClient())
+		if !errors.Is(cerr, ErrPeerRole) && (cerr == nil || !strings.Contains(cerr.Error(), "server.global.gpulayer")) {
+			t.Fatalf("want a hostname error, got %v", cerr)
+		}
+	})
+	t.Run("server reaches a client node", func(t *testing.T) {
+		if cerr, serr := handshake(t, client.HTTPServer(), server.NodeHTTPClient()); cerr != nil || serr != nil {
+			t.Fatalf("client %v, server %v", cerr, serr)
+		}
+	})
+	t.Run("a cli certificate cannot pose as a node", func(t *testing.T) {
+		// A CLI certificate has no server auth usage and no client
+		// name: either refuses it.
+		cfg := cliB.HTTPServer()
+		cerr, _ := handshake(t, cfg, server.NodeHTTPClient())
+		if cerr == nil {
+			t.Fatal("a node proxy accepted a cli certificate")
+		}
+	})
+	t.Run("verify_https_client requires a certificate", func(t *testing.T) {
+		bare := &tls.Config{RootCAs: server.pool, ServerName: "localhost"}
+		if _, serr := handshake(t, server.HTTPServer(), bare); serr == nil {
+			t.Fatal("the HTTPS API accepted a caller without a certificate")
+		}
+	})
+	t.Run("verify_https_client off lets a caller without a certificate in", func(t *testing.T) {
+		off := false
+		b, err := p.Bundle("s9", Config{HTTP: true, VerifyHTTPSClient: &off}, CertOptions{Role: RoleServer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bare := &tls.Config{RootCAs: server.pool, ServerName: "localhost"}
+		if cerr, serr := handshake(t, b.HTTPServer(), bare); cerr != nil || serr != nil {
+			t.Fatalf("client %v, server %v", cerr, serr)
+		}
+	})
+}
+
+func TestLoadErrorsNameTheField(t *testing.T) {
+	p := newPKI(t)
+	cf, kf, err := p.Cert("s1", CertOptions{Role: RoleServer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newPKI(t)
+	bad := filepath.Join(t.TempDir(), "bad.pem")
+	if err := os.WriteFile(bad, []byte("not pem"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no files", Config{RPC: true}, "tls.ca_file: required"},
+		{"missing ca", Config{RPC: true, CAFile: "/nonexistent", CertFile: cf, KeyFile: kf}, "tls.ca_file"},
+		{"ca not pem", Config{RPC: true, CAFile: bad, CertFile: cf, KeyFile: kf}, "no PEM certificate"},
+		{"key mismatch", Config{RPC: true, CAFile: p.CAFile, CertFile: cf, KeyFile: p.CAKeyFile}, "tls.cert_file"},
+		{"other CA", Config{RPC: true, CAFile: other.CAFile, CertFile: cf, KeyFile: kf}, "is not signed by tls.ca_file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(tc.cfg, "")
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want ErrConfig naming %q, got %v", tc.want, err)
+			}
+		})
+	}
+}
+
+func TestGenerateCertSANsAndFileNames(t *testing.T) {
+	p := newPKI(t)
+	b := bundle(t, p, "s1", RoleServer, "")
+	leaf := b.cert.Leaf
+	for _, n := range []string{"server.global.gpulayer", "localhost", "127.0.0.1"} {
+		if err := leaf.VerifyHostname(n); err != nil {
+			t.Errorf("server certificate not valid for %s: %v", n, err)
+		}
+	}
+	if !b.HasRole(RoleServer) || b.HasRole(RoleClient) {
+		t.Errorf("roles = %v, want server only", b.roles)
+	}
+	if c, k := CertFileNames(RoleServer, ""); c != "global-server-gpulayer.pem" || k != "global-server-gpulayer-key.pem" {
+		t.Errorf("file names %s %s", c, k)
+	}
+	if _, err := GenerateCert(p.CA, CertOptions{Role: "admin"}); err == nil || !strings.Contains(err.Error(), "role") {
+		t.Errorf("unknown role: %v", err)
+	}
+	if _, err := GenerateCert(p.CA, CertOptions{Role: RoleServer, Days: MaxDays + 1}); err == nil || !strings.Contains(err.Error(), "days") {
+		t.Errorf("days out of range: %v", err)
+	}
+	if _, err := GenerateCert(p.CA, CertOptions{Role: RoleServer, Region: "Bad Region"}); err == nil || !strings.Contains(err.Error(), "region") {
+		t.Errorf("bad region: %v", err)
+	}
+}
