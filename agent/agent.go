@@ -76,11 +76,16 @@ func (a *Agent) start() error {
 	cfg := a.config
 	// Take the HTTP port first, so a port already in use fails start-up
 	// before Raft has touched the data dir.
+	tb, err := cfg.loadTLS()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr())
 	if err != nil {
 		return fmt.Errorf("http: listen on %s: %w", cfg.HTTPAddr(), err)
 	}
 	a.listener = ln
+	ln = a.wrapTLS(ln, tb) // config_tls.go: HTTPS only with tls.http
 
 	if cfg.Server.Enabled {
 		scfg := &server.Config{
@@ -101,6 +106,7 @@ func (a *Agent) start() error {
 			scfg.RetryJoin = cfg.RetryJoinAddrs()
 			scfg.EncryptKey = cfg.GossipKey()
 		}
+		scfg.RaftTLS = a.raftTLS(tb)
 		srv, err := server.NewServer(scfg)
 		if err != nil {
 			return fmt.Errorf("start server: %w", err)
@@ -126,6 +132,7 @@ func (a *Agent) start() error {
 			conn, err := client.NewHTTPServerConn(client.HTTPServerConnConfig{
 				Servers: cfg.Client.Servers,
 				Logger:  a.logger.Named("client").Named("servers"),
+				TLS:     serverHTTPTLS(tb),
 			})
 			if err != nil {
 				return fmt.Errorf("%w: client.servers: %v", ErrConfig, err)
@@ -175,8 +182,10 @@ func (a *Agent) start() error {
 	}
 
 	hcfg := agenthttp.Config{
-		Logger: a.logger,
-		Self:   a.self,
+		Logger:    a.logger,
+		Self:      a.self,
+		ServerTLS: serverHTTPTLS(tb),
+		NodeTLS:   nodeHTTPTLS(tb),
 	}
 	if a.server != nil {
 		hcfg.Server = a.server

@@ -10,6 +10,7 @@ package http
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net/http"
@@ -77,6 +78,15 @@ type Config struct {
 	// MaxBodyBytes caps request bodies, in bytes; zero means
 	// DefaultMaxBodyBytes (1 MiB). Larger bodies get 413.
 	MaxBodyBytes int64
+	// ServerTLS, when set, makes forwarding to the leader HTTPS with this
+	// client configuration, which must verify the leader's server
+	// certificate (agent/tlsutil Bundle.ServerHTTPClient). Nil means
+	// plain HTTP.
+	ServerTLS *tls.Config
+	// NodeTLS, when set, makes proxying to a node's agent HTTPS with this
+	// client configuration, which must verify the node's client
+	// certificate (Bundle.NodeHTTPClient). Nil means plain HTTP.
+	NodeTLS *tls.Config
 }
 
 // handler is the API: a ServeMux with JSON errors for unknown routes and
@@ -95,6 +105,9 @@ type handler struct {
 	fwd     *forwarder
 	// metrics is the Prometheus registry behind /v1/metrics (metrics.go).
 	metrics *httpMetrics
+	// serverTLS and peers reach other agents (peer_tls.go).
+	serverTLS *tls.Config
+	peers     *peers
 }
 
 // New returns the API handler. It fails when both cfg.Server and
@@ -117,6 +130,9 @@ func New(cfg Config) (http.Handler, error) {
 		self:    cfg.Self,
 		maxBody: cfg.MaxBodyBytes,
 		mux:     http.NewServeMux(),
+		// peer_tls.go
+		serverTLS: cfg.ServerTLS,
+		peers:     newPeers(cfg.NodeTLS),
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes

@@ -230,7 +230,7 @@ func (b *Bundle) RaftClient() *tls.Config {
 // chains to the CA, of any role.
 func (b *Bundle) HTTPServer() *tls.Config {
 	c := b.base()
-	c.NextProtos = []string{"h2", "http/1.1"}
+	c.NextProtos = []string{"http/1.1"} // exec and log streams are HTTP/1.1 full duplex
 	if b.cfg.verifyHTTPSClient() {
 		c.ClientAuth = tls.RequireAndVerifyClientCert
 		c.ClientCAs = b.pool

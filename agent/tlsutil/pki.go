@@ -293,3 +293,7 @@ func parseCA(ca *PEMPair) (*x509.Certificate, crypto.Signer, error) {
 	}
 	return cert, signer, nil
 }
+
+// CheckRegion returns an error naming the "region" field unless region is
+// empty (the default) or a lowercase DNS label, as certificate names need.
+func CheckRegion(region string) error { return checkRegion(region) }
