@@ -171,6 +171,11 @@ type Config struct {
 	// RaftAdvertiseAddr, when set, is the Raft address other servers dial
 	// ("host:port"); needed when RaftBindAddr is 0.0.0.0.
 	RaftAdvertiseAddr string
+	// RaftTLS, when set, runs Raft over mutual TLS: only servers with a
+	// certificate for "server.<region>.gpulayer" may connect or be dialed
+	// (raft_stream.go). Nil means plain TCP from known server addresses
+	// only, with a start-up warning (dev mode: no check, loopback only).
+	RaftTLS *RaftTLS
 }
 
 // Server is one GPUlayer server. Create it with NewServer and stop it with
