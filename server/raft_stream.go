@@ -220,3 +220,34 @@ func (s *Server) raftPeerAllowed(ip net.IP) bool {
 
 // errRaftTLSInMemory is returned when RaftTLS is set with a Transport.
 var errRaftTLSInMemory = errors.New("RaftTLS applies to the TCP transport only; unset Transport")
+
+// raftPeerProbeTimeout bounds the TLS probe of a server's Raft address.
+const raftPeerProbeTimeout = 5 * time.Second
+
+// verifyRaftPeer proves, with Raft over TLS, that the process at addr holds
+// a server certificate of the cluster's CA, by completing a TLS handshake
+// with the Raft client configuration (which checks the name
+// "server.<region>.gpulayer") and closing the connection. Gossip meta is
+// only a claim: the leader calls this before it adds a gossip member as a
+// voter, and bootstrap before it counts one, so a member that has the
+// gossip key but a client certificate never becomes a Raft peer. Without
+// RaftTLS it returns nil.
+func (s *Server) verifyRaftPeer(addr string) error {
+	t := s.config.RaftTLS
+	if t == nil {
+		return nil
+	}
+	d := &net.Dialer{Timeout: raftPeerProbeTimeout}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("dial raft address %s: %w", addr, err)
+	}
+	defer c.Close()
+	tc := tls.Client(c, t.Client)
+	ctx, cancel := context.WithTimeout(context.Background(), raftPeerProbeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return fmt.Errorf("raft address %s did not prove a server certificate: %w", addr, err)
+	}
+	return nil
+}
