@@ -38,7 +38,7 @@ func tlsAgentConfig(t *testing.T, pki *tlsutil.TestPKI, name string, role tlsuti
 
 // httpsClient returns a client that trusts pki's CA and presents a new
 // certificate of role (none when role is empty).
-func httpsClient(t *testing.T, pki *tlsutil.TestPKI, role tlsutil.Role) *http.Client {
+func httpsClient(t testing.TB, pki *tlsutil.TestPKI, role tlsutil.Role) *http.Client {
 	t.Helper()
 	caPEM, err := os.ReadFile(pki.CAFile)
 	if err != nil {
