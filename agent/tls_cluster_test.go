@@ -175,10 +175,11 @@ func (c *tlsCluster) agent(spec tlsAgentSpec, role tlsutil.Role) *proc {
 	return p
 }
 
-// cli runs the gpulayer binary (subcommand words in args) with the TLS
-// flags against p.
-func (c *tlsCluster) cli(p *proc, args ...string) (string, error) {
-	argv := append(append([]string{}, args...), "-address="+p.url(), "-ca-cert="+c.pki.CAFile, "-client-cert="+c.cliCert, "-client-key="+c.cliKey)
+// cli runs the gpulayer subcommand sub ("alloc logs") with the TLS flags
+// against p, then args.
+func (c *tlsCluster) cli(p *proc, sub string, args ...string) (string, error) {
+	argv := append(strings.Fields(sub), "-address="+p.url(), "-ca-cert="+c.pki.CAFile, "-client-cert="+c.cliCert, "-client-key="+c.cliKey)
+	argv = append(argv, args...)
 	cmd := exec.Command(c.bin, argv...)
 	cmd.Env = append(os.Environ(), "GPULAYER_ADDR=", "GPULAYER_CACERT=", "NOMAD_CACERT=")
 	out, err := cmd.CombinedOutput()
@@ -197,6 +198,7 @@ func TestTLSClusterEndToEnd(t *testing.T) {
 	}
 	c := startTLSCluster(t, 3, 2)
 	leader := c.waitStable(30 * time.Second)
+	var allocID string
 
 	t.Run("a job runs end to end", func(t *testing.T) {
 		job := map[string]interface{}{"Job": map[string]interface{}{
@@ -247,16 +249,24 @@ func TestTLSClusterEndToEnd(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(string(logs), "hello over mtls") {
 			t.Fatalf("logs through %s: %d %q", follower.name, resp.StatusCode, logs)
 		}
+		allocID = allocs[0].ID
 	})
 
 	t.Run("the CLI works with the TLS flags", func(t *testing.T) {
-		out, err := c.cli(c.servers[1], "job", "status")
+		out, err := c.cli(c.servers[1], "job status")
 		if err != nil || !strings.Contains(out, "tls-echo") {
 			t.Fatalf("job status: %v\n%s", err, out)
 		}
-		out, err = c.cli(c.servers[2], "server", "members")
+		out, err = c.cli(c.servers[2], "server members")
 		if err != nil || strings.Count(out, "alive") < 3 {
 			t.Fatalf("server members: %v\n%s", err, out)
+		}
+		if allocID != "" {
+			// Streams through a server to the node, both over mTLS.
+			out, err = c.cli(c.servers[0], "alloc logs", allocID, "t")
+			if err != nil || !strings.Contains(out, "hello over mtls") {
+				t.Fatalf("alloc logs: %v\n%s", err, out)
+			}
 		}
 		// Without the client certificate the agent does not answer.
 		cmd := exec.Command(c.bin, "job", "status", "-address="+c.servers[0].url(), "-ca-cert="+c.pki.CAFile)
