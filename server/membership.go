@@ -240,6 +240,7 @@ func (s *Server) setupMembership(ctx context.Context) error {
 	}
 	m.ml = ml
 	s.members = m
+	s.fenceMembers.Store(m)
 	// Read the local node before run can update it (UpdateNode).
 	m.logger.Info("gossip started", "addr", ml.LocalNode().Address(), "encrypted", len(cfg.EncryptKey) > 0)
 	s.wg.Add(1)

@@ -149,6 +149,7 @@ func (s *Server) setupRaft() error {
 		return fmt.Errorf("raft: start: %w", err)
 	}
 	s.raft = r
+	s.fenceRaft.Store(r)
 	return nil
 }
 

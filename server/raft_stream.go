@@ -174,7 +174,7 @@ func remoteIP(c net.Conn) net.IP {
 // names in those addresses with a short timeout.
 func (s *Server) raftPeerAllowed(ip net.IP) bool {
 	var addrs []string
-	if r := s.raft; r != nil {
+	if r := s.fenceRaft.Load(); r != nil {
 		f := r.GetConfiguration()
 		if err := f.Error(); err == nil {
 			for _, srv := range f.Configuration().Servers {
@@ -185,8 +185,8 @@ func (s *Server) raftPeerAllowed(ip net.IP) bool {
 	for _, p := range s.config.BootstrapPeers {
 		addrs = append(addrs, string(p.Address))
 	}
-	if s.members != nil {
-		for _, m := range s.members.snapshot() {
+	if ms := s.fenceMembers.Load(); ms != nil {
+		for _, m := range ms.snapshot() {
 			if m.Status == MemberAlive {
 				addrs = append(addrs, m.RaftAddr, m.Addr)
 			}

@@ -203,6 +203,11 @@ type Server struct {
 
 	// members is the gossip membership; nil without SerfBindAddr.
 	members *membership
+	// fenceRaft and fenceMembers are raft and members for the Raft
+	// listener's known-peer check (raft_stream.go), which runs on the
+	// transport's goroutine from before either is set.
+	fenceRaft    atomic.Pointer[raft.Raft]
+	fenceMembers atomic.Pointer[membership]
 	// bootstrapped is true once Raft has (or no longer needs) a bootstrap
 	// configuration from this server.
 	bootstrapped atomic.Bool
