@@ -77,9 +77,15 @@ func (c *Config) loadTLS() (*tlsutil.Bundle, error) {
 
 // wrapTLS returns ln serving TLS only when tls.http is on (a plain HTTP
 // request gets Go's 400 "client sent an HTTP request to an HTTPS server"
-// and no API answer), else ln. It logs what is and is not protected.
+// and no API answer), else ln. It warns about what is not protected: a
+// server without a gossip key, TLS with rpc or http off, a server
+// certificate that is not a server's, either verify option off.
 func (a *Agent) wrapTLS(ln net.Listener, tb *tlsutil.Bundle) net.Listener {
 	cfg := a.config
+	if cfg.Server.Enabled && !cfg.DevMode && cfg.Server.Encrypt == "" {
+		a.logger.Warn("gossip is not encrypted: anyone who reaches the gossip port can join as a server member; " +
+			"set server { encrypt = \"...\" } (gpulayer operator gossip keyring generate) and tls { rpc = true } (see website/docs/tls.md)")
+	}
 	if tb == nil {
 		return ln
 	}
@@ -87,9 +93,6 @@ func (a *Agent) wrapTLS(ln net.Listener, tb *tlsutil.Bundle) net.Listener {
 	if cfg.Server.Enabled && !tb.HasRole(tlsutil.RoleServer) {
 		a.logger.Warn("this server's certificate is not for "+tlsutil.RoleServer.Name(tb.Region())+": other servers will refuse it on raft and forwarding",
 			"cert_file", t.CertFile)
-	}
-	if cfg.Server.Enabled && cfg.Server.Encrypt == "" && !cfg.DevMode {
-		a.logger.Warn("tls is on but gossip is not encrypted: set server { encrypt = \"...\" } (gpulayer operator gossip keyring generate) so no stranger can join the servers' gossip")
 	}
 	if cfg.Server.Enabled && !t.RPC {
 		a.logger.Warn("tls.rpc is off: raft is not authenticated")

@@ -195,7 +195,7 @@ func (m *membership) warnUnverified(name, what string, err error) {
 	}
 	m.warned[name] = now
 	m.mu.Unlock()
-	m.logger.Warn(what+": its raft address did not prove a server certificate (a client certificate, another CA, or no TLS)", "server", name, "error", err)
+	m.logger.Warn(what+": its raft address did not answer or did not prove a server certificate (a client certificate, another CA, or no TLS)", "server", name, "error", err)
 }
 
 // setupMembership starts memberlist when SerfBindAddr is set, and the loop

@@ -231,10 +231,12 @@ const raftPeerProbeTimeout = 5 * time.Second
 // only a claim: the leader calls this before it adds a gossip member as a
 // voter, and bootstrap before it counts one, so a member that has the
 // gossip key but a client certificate never becomes a Raft peer. Without
-// RaftTLS it returns nil.
+// RaftTLS there is nothing to prove; it still requires the address to
+// accept a TCP connection, so a member advertising an address nobody
+// answers on cannot become a voter that costs the cluster its quorum.
+// With a Config.Transport (in-memory tests) it returns nil.
 func (s *Server) verifyRaftPeer(addr string) error {
-	t := s.config.RaftTLS
-	if t == nil {
+	if s.config.Transport != nil {
 		return nil
 	}
 	d := &net.Dialer{Timeout: raftPeerProbeTimeout}
@@ -243,6 +245,10 @@ func (s *Server) verifyRaftPeer(addr string) error {
 		return fmt.Errorf("dial raft address %s: %w", addr, err)
 	}
 	defer c.Close()
+	t := s.config.RaftTLS
+	if t == nil {
+		return nil
+	}
 	tc := tls.Client(c, t.Client)
 	ctx, cancel := context.WithTimeout(context.Background(), raftPeerProbeTimeout)
 	defer cancel()
