@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpulayer/gpulayer/agent"
 	"github.com/gpulayer/gpulayer/agent/tlsutil"
+	"github.com/gpulayer/gpulayer/agent/tlsutil/tlsutiltest"
 	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -28,7 +29,7 @@ import (
 // connection. It reports the median of 20 submissions of each as
 // "ms/median-off" and "ms/median-on" and their ratio as "on/off".
 func BenchmarkPutToRunningTLS(b *testing.B) {
-	pki, err := tlsutil.WriteTestPKI(b.TempDir())
+	pki, err := tlsutiltest.WriteTestPKI(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gpulayer/gpulayer/agent/tlsutil"
+	"github.com/gpulayer/gpulayer/agent/tlsutil/tlsutiltest"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
@@ -68,7 +69,7 @@ func tlsAgentHCL(s tlsAgentSpec) string {
 // encrypted gossip; c.http presents a CLI certificate.
 type tlsCluster struct {
 	*testCluster
-	pki     *tlsutil.TestPKI
+	pki     *tlsutiltest.TestPKI
 	root    string
 	bin     string
 	gossip  string
@@ -82,7 +83,7 @@ type tlsCluster struct {
 func startTLSCluster(t *testing.T, nServers, nClients int) *tlsCluster {
 	t.Helper()
 	root := t.TempDir()
-	pki, err := tlsutil.WriteTestPKI(root)
+	pki, err := tlsutiltest.WriteTestPKI(root)
 	if err != nil {
 		t.Fatal(err)
 	}

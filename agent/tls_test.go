@@ -15,13 +15,14 @@ import (
 	"github.com/gpulayer/gpulayer/agent"
 	"github.com/gpulayer/gpulayer/agent/client"
 	"github.com/gpulayer/gpulayer/agent/tlsutil"
+	"github.com/gpulayer/gpulayer/agent/tlsutil/tlsutiltest"
 	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/go-hclog"
 )
 
 // tlsAgentConfig returns a production-mode agent config on loopback with
 // free ports and a tls block with a new certificate of role from pki.
-func tlsAgentConfig(t *testing.T, pki *tlsutil.TestPKI, name string, role tlsutil.Role) *agent.Config {
+func tlsAgentConfig(t *testing.T, pki *tlsutiltest.TestPKI, name string, role tlsutil.Role) *agent.Config {
 	t.Helper()
 	cf, kf, err := pki.Cert(name, tlsutil.CertOptions{Role: role})
 	if err != nil {
@@ -38,7 +39,7 @@ func tlsAgentConfig(t *testing.T, pki *tlsutil.TestPKI, name string, role tlsuti
 
 // httpsClient returns a client that trusts pki's CA and presents a new
 // certificate of role (none when role is empty).
-func httpsClient(t testing.TB, pki *tlsutil.TestPKI, role tlsutil.Role) *http.Client {
+func httpsClient(t testing.TB, pki *tlsutiltest.TestPKI, role tlsutil.Role) *http.Client {
 	t.Helper()
 	caPEM, err := os.ReadFile(pki.CAFile)
 	if err != nil {
@@ -75,7 +76,7 @@ func startTLSAgent(t *testing.T, cfg *agent.Config) *agent.Agent {
 // callers with a certificate of the cluster's CA only; a plain HTTP
 // request and a TLS caller without a certificate get no API answer.
 func TestExploitPlainHTTPRefused(t *testing.T) {
-	pki, err := tlsutil.WriteTestPKI(t.TempDir())
+	pki, err := tlsutiltest.WriteTestPKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestExploitPlainHTTPRefused(t *testing.T) {
 	if _, err := httpsClient(t, pki, "").Get("https://" + addr + "/v1/jobs"); err == nil {
 		t.Fatal("an HTTPS caller without a client certificate got an answer")
 	}
-	other, err := tlsutil.WriteTestPKI(t.TempDir())
+	other, err := tlsutiltest.WriteTestPKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestExploitPlainHTTPRefused(t *testing.T) {
 // certificate registers its node with a TLS server, and one whose
 // certificate is not of the cluster cannot.
 func TestTLSClientAgentRegistersOverHTTPS(t *testing.T) {
-	pki, err := tlsutil.WriteTestPKI(t.TempDir())
+	pki, err := tlsutiltest.WriteTestPKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

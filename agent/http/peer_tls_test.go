@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpulayer/gpulayer/agent/tlsutil"
+	"github.com/gpulayer/gpulayer/agent/tlsutil/tlsutiltest"
 )
 
 // TestNodeProxyRequiresAClientCertificate: with TLS on, the server reaches
@@ -15,7 +16,7 @@ import (
 // server) certificate of the cluster's CA, whatever address and scheme the
 // node registered.
 func TestNodeProxyRequiresAClientCertificate(t *testing.T) {
-	pki, err := tlsutil.WriteTestPKI(t.TempDir())
+	pki, err := tlsutiltest.WriteTestPKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func TestNodeProxyRequiresAClientCertificate(t *testing.T) {
 	if err := get(serve(bundle("cli", tlsutil.RoleCLI).HTTPServer())); err == nil {
 		t.Fatal("a node address serving a cli certificate was reached as a node")
 	}
-	other, err := tlsutil.WriteTestPKI(t.TempDir())
+	other, err := tlsutiltest.WriteTestPKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

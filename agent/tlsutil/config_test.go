@@ -1,7 +1,8 @@
-package tlsutil
+package tlsutil_test
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"net"
 	"os"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gpulayer/gpulayer/agent/tlsutil"
+	"github.com/gpulayer/gpulayer/agent/tlsutil/tlsutiltest"
 )
 
 // handshake runs a TLS handshake between a server with srv and a client
@@ -47,40 +51,56 @@ func handshake(t *testing.T, srv, cli *tls.Config) (clientErr, serverErr error) 
 	return clientErr, <-done
 }
 
-func newPKI(t *testing.T) *TestPKI {
+func newPKI(t *testing.T) *tlsutiltest.TestPKI {
 	t.Helper()
-	p, err := WriteTestPKI(t.TempDir())
+	p, err := tlsutiltest.WriteTestPKI(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func bundle(t *testing.T, p *TestPKI, name string, role Role, region string) *Bundle {
+// bundle loads, for an agent of the default region, a new certificate of
+// role for certRegion.
+func bundle(t *testing.T, p *tlsutiltest.TestPKI, name string, role tlsutil.Role, certRegion string) *tlsutil.Bundle {
 	t.Helper()
-	b, err := p.Bundle(name, Config{RPC: true, HTTP: true}, CertOptions{Role: role, Region: region})
+	cf, kf, err := p.Cert(name, tlsutil.CertOptions{Role: role, Region: certRegion})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The bundle checks the names of the agent's own region.
-	b.region = DefaultRegion
+	b, err := tlsutil.Load(tlsutil.Config{RPC: true, HTTP: true, CAFile: p.CAFile, CertFile: cf, KeyFile: kf}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return b
+}
+
+// caPool reads p's CA.
+func caPool(t *testing.T, p *tlsutiltest.TestPKI) *x509.CertPool {
+	t.Helper()
+	pem, err := os.ReadFile(p.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	return pool
 }
 
 func TestRaftHostnameRules(t *testing.T) {
 	p := newPKI(t)
-	srv := bundle(t, p, "s1", RoleServer, "")
+	srv := bundle(t, p, "s1", tlsutil.RoleServer, "")
 	other := newPKI(t)
 	cases := []struct {
 		name string
-		peer *Bundle
+		peer *tlsutil.Bundle
 		ok   bool
 	}{
-		{"server certificate", bundle(t, p, "s2", RoleServer, ""), true},
-		{"client certificate", bundle(t, p, "c1", RoleClient, ""), false},
-		{"cli certificate", bundle(t, p, "cli", RoleCLI, ""), false},
-		{"server certificate of another region", bundle(t, p, "s3", RoleServer, "west"), false},
-		{"server certificate of another CA", bundle(t, other, "s4", RoleServer, ""), false},
+		{"server certificate", bundle(t, p, "s2", tlsutil.RoleServer, ""), true},
+		{"client certificate", bundle(t, p, "c1", tlsutil.RoleClient, ""), false},
+		{"cli certificate", bundle(t, p, "cli", tlsutil.RoleCLI, ""), false},
+		{"server certificate of another region", bundle(t, p, "s3", tlsutil.RoleServer, "west"), false},
+		{"server certificate of another CA", bundle(t, other, "s4", tlsutil.RoleServer, ""), false},
 	}
 	for _, tc := range cases {
 		t.Run("dialing in with a "+tc.name, func(t *testing.T) {
@@ -108,8 +128,8 @@ func TestRaftHostnameRules(t *testing.T) {
 
 func TestRaftRefusesNoCertificate(t *testing.T) {
 	p := newPKI(t)
-	srv := bundle(t, p, "s1", RoleServer, "")
-	cli := &tls.Config{RootCAs: srv.pool, ServerName: RoleServer.Name("")}
+	srv := bundle(t, p, "s1", tlsutil.RoleServer, "")
+	cli := &tls.Config{RootCAs: caPool(t, p), ServerName: tlsutil.RoleServer.Name("")}
 	_, serr := handshake(t, srv.RaftServer(), cli)
 	if serr == nil {
 		t.Fatal("the Raft listener accepted a peer without a certificate")
@@ -118,18 +138,18 @@ func TestRaftRefusesNoCertificate(t *testing.T) {
 
 func TestHTTPHostnameRules(t *testing.T) {
 	p := newPKI(t)
-	server := bundle(t, p, "s1", RoleServer, "")
-	client := bundle(t, p, "c1", RoleClient, "")
-	cliB := bundle(t, p, "cli", RoleCLI, "")
+	server := bundle(t, p, "s1", tlsutil.RoleServer, "")
+	client := bundle(t, p, "c1", tlsutil.RoleClient, "")
+	cliB := bundle(t, p, "cli", tlsutil.RoleCLI, "")
 	t.Run("client agent reaches a server", func(t *testing.T) {
 		if cerr, serr := handshake(t, server.HTTPServer(), client.ServerHTTPClient()); cerr != nil || serr != nil {
 			t.Fatalf("client %v, server %v", cerr, serr)
 		}
 	})
 	t.Run("a client certificate cannot pose as a server", func(t *testing.T) {
-		other := bundle(t, p, "c2", RoleClient, "")
+		other := bundle(t, p, "c2", tlsutil.RoleClient, "")
 		cerr, _ := handshake(t, other.HTTPServer(), client.ServerHTTPClient())
-		if !errors.Is(cerr, ErrPeerRole) && (cerr == nil || !strings.Contains(cerr.Error(), "server.global.gpulayer")) {
+		if !errors.Is(cerr, tlsutil.ErrPeerRole) && (cerr == nil || !strings.Contains(cerr.Error(), "server.global.gpulayer")) {
 			t.Fatalf("want a hostname error, got %v", cerr)
 		}
 	})
@@ -148,18 +168,18 @@ func TestHTTPHostnameRules(t *testing.T) {
 		}
 	})
 	t.Run("verify_https_client requires a certificate", func(t *testing.T) {
-		bare := &tls.Config{RootCAs: server.pool, ServerName: "localhost"}
+		bare := &tls.Config{RootCAs: caPool(t, p), ServerName: "localhost"}
 		if _, serr := handshake(t, server.HTTPServer(), bare); serr == nil {
 			t.Fatal("the HTTPS API accepted a caller without a certificate")
 		}
 	})
 	t.Run("verify_https_client off lets a caller without a certificate in", func(t *testing.T) {
 		off := false
-		b, err := p.Bundle("s9", Config{HTTP: true, VerifyHTTPSClient: &off}, CertOptions{Role: RoleServer})
+		b, err := p.Bundle("s9", tlsutil.Config{HTTP: true, VerifyHTTPSClient: &off}, tlsutil.CertOptions{Role: tlsutil.RoleServer})
 		if err != nil {
 			t.Fatal(err)
 		}
-		bare := &tls.Config{RootCAs: server.pool, ServerName: "localhost"}
+		bare := &tls.Config{RootCAs: caPool(t, p), ServerName: "localhost"}
 		if cerr, serr := handshake(t, b.HTTPServer(), bare); cerr != nil || serr != nil {
 			t.Fatalf("client %v, server %v", cerr, serr)
 		}
@@ -168,7 +188,7 @@ func TestHTTPHostnameRules(t *testing.T) {
 
 func TestLoadErrorsNameTheField(t *testing.T) {
 	p := newPKI(t)
-	cf, kf, err := p.Cert("s1", CertOptions{Role: RoleServer})
+	cf, kf, err := p.Cert("s1", tlsutil.CertOptions{Role: tlsutil.RoleServer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,20 +199,20 @@ func TestLoadErrorsNameTheField(t *testing.T) {
 	}
 	cases := []struct {
 		name string
-		cfg  Config
+		cfg  tlsutil.Config
 		want string
 	}{
-		{"no files", Config{RPC: true}, "tls.ca_file: required"},
-		{"missing ca", Config{RPC: true, CAFile: "/nonexistent", CertFile: cf, KeyFile: kf}, "tls.ca_file"},
-		{"ca not pem", Config{RPC: true, CAFile: bad, CertFile: cf, KeyFile: kf}, "no PEM certificate"},
-		{"key mismatch", Config{RPC: true, CAFile: p.CAFile, CertFile: cf, KeyFile: p.CAKeyFile}, "tls.cert_file"},
-		{"other CA", Config{RPC: true, CAFile: other.CAFile, CertFile: cf, KeyFile: kf}, "is not signed by tls.ca_file"},
+		{"no files", tlsutil.Config{RPC: true}, "tls.ca_file: required"},
+		{"missing ca", tlsutil.Config{RPC: true, CAFile: "/nonexistent", CertFile: cf, KeyFile: kf}, "tls.ca_file"},
+		{"ca not pem", tlsutil.Config{RPC: true, CAFile: bad, CertFile: cf, KeyFile: kf}, "no PEM certificate"},
+		{"key mismatch", tlsutil.Config{RPC: true, CAFile: p.CAFile, CertFile: cf, KeyFile: p.CAKeyFile}, "tls.cert_file"},
+		{"other CA", tlsutil.Config{RPC: true, CAFile: other.CAFile, CertFile: cf, KeyFile: kf}, "is not signed by tls.ca_file"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(tc.cfg, "")
-			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("want ErrConfig naming %q, got %v", tc.want, err)
+			_, err := tlsutil.Load(tc.cfg, "")
+			if !errors.Is(err, tlsutil.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want tlsutil.ErrConfig naming %q, got %v", tc.want, err)
 			}
 		})
 	}
@@ -200,26 +220,50 @@ func TestLoadErrorsNameTheField(t *testing.T) {
 
 func TestGenerateCertSANsAndFileNames(t *testing.T) {
 	p := newPKI(t)
-	b := bundle(t, p, "s1", RoleServer, "")
-	leaf := b.cert.Leaf
+	b := bundle(t, p, "s1", tlsutil.RoleServer, "")
+	cf, _, err := p.Cert("s1b", tlsutil.CertOptions{Role: tlsutil.RoleServer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemBytes, err := os.ReadFile(cf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(pemBytes, mustRead(t, strings.TrimSuffix(cf, ".pem")+"-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range []string{"server.global.gpulayer", "localhost", "127.0.0.1"} {
 		if err := leaf.VerifyHostname(n); err != nil {
 			t.Errorf("server certificate not valid for %s: %v", n, err)
 		}
 	}
-	if !b.HasRole(RoleServer) || b.HasRole(RoleClient) {
-		t.Errorf("roles = %v, want server only", b.roles)
+	if !b.HasRole(tlsutil.RoleServer) || b.HasRole(tlsutil.RoleClient) {
+		t.Error("a server certificate's roles are not server only")
 	}
-	if c, k := CertFileNames(RoleServer, ""); c != "global-server-gpulayer.pem" || k != "global-server-gpulayer-key.pem" {
+	if c, k := tlsutil.CertFileNames(tlsutil.RoleServer, ""); c != "global-server-gpulayer.pem" || k != "global-server-gpulayer-key.pem" {
 		t.Errorf("file names %s %s", c, k)
 	}
-	if _, err := GenerateCert(p.CA, CertOptions{Role: "admin"}); err == nil || !strings.Contains(err.Error(), "role") {
+	if _, err := tlsutil.GenerateCert(p.CA, tlsutil.CertOptions{Role: "admin"}); err == nil || !strings.Contains(err.Error(), "role") {
 		t.Errorf("unknown role: %v", err)
 	}
-	if _, err := GenerateCert(p.CA, CertOptions{Role: RoleServer, Days: MaxDays + 1}); err == nil || !strings.Contains(err.Error(), "days") {
+	if _, err := tlsutil.GenerateCert(p.CA, tlsutil.CertOptions{Role: tlsutil.RoleServer, Days: tlsutil.MaxDays + 1}); err == nil || !strings.Contains(err.Error(), "days") {
 		t.Errorf("days out of range: %v", err)
 	}
-	if _, err := GenerateCert(p.CA, CertOptions{Role: RoleServer, Region: "Bad Region"}); err == nil || !strings.Contains(err.Error(), "region") {
+	if _, err := tlsutil.GenerateCert(p.CA, tlsutil.CertOptions{Role: tlsutil.RoleServer, Region: "Bad Region"}); err == nil || !strings.Contains(err.Error(), "region") {
 		t.Errorf("bad region: %v", err)
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
