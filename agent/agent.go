@@ -79,11 +79,21 @@ func (a *Agent) start() error {
 	cfg := a.config
 	// Take the HTTP port first, so a port already in use fails start-up
 	// before Raft has touched the data dir.
+	tb, err := cfg.loadTLS()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.HTTPAddr())
 	if err != nil {
 		return fmt.Errorf("http: listen on %s: %w", cfg.HTTPAddr(), err)
 	}
 	a.listener = ln
+	lim := cfg.HTTPLimits()
+	// Count connections per client below TLS: a refused one is closed
+	// without a plain-HTTP 429 when the listener speaks TLS.
+	plainHTTP := tb == nil || !tb.Config().HTTP
+	ln = agenthttp.LimitConnsPerClient(ln, lim.MaxConnsPerClient, plainHTTP)
+	ln = a.wrapTLS(ln, tb) // config_tls.go: HTTPS only with tls.http
 
 	if cfg.Server.Enabled {
 		scfg := &server.Config{
@@ -104,6 +114,7 @@ func (a *Agent) start() error {
 			scfg.RetryJoin = cfg.RetryJoinAddrs()
 			scfg.EncryptKey = cfg.GossipKey()
 		}
+		scfg.RaftTLS = a.raftTLS(tb)
 		srv, err := server.NewServer(scfg)
 		if err != nil {
 			return fmt.Errorf("start server: %w", err)
@@ -129,6 +140,7 @@ func (a *Agent) start() error {
 			conn, err := client.NewHTTPServerConn(client.HTTPServerConnConfig{
 				Servers: cfg.Client.Servers,
 				Logger:  a.logger.Named("client").Named("servers"),
+				TLS:     serverHTTPTLS(tb),
 			})
 			if err != nil {
 				return fmt.Errorf("%w: client.servers: %v", ErrConfig, err)
@@ -186,6 +198,8 @@ func (a *Agent) start() error {
 		// drive it (no DNS rebinding, no cross-site requests).
 		LocalOnly:        cfg.DevMode,
 		MaxSnapshotBytes: cfg.HTTPLimits().MaxSnapshotBytes,
+		ServerTLS:        serverHTTPTLS(tb),
+		NodeTLS:          nodeHTTPTLS(tb),
 	}
 	if a.server != nil {
 		hcfg.Server = a.server
@@ -197,9 +211,7 @@ func (a *Agent) start() error {
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	lim := cfg.HTTPLimits()
 	a.httpServer = newHTTPServer(handler, lim, a.logger.Named("http"))
-	ln = agenthttp.LimitConnsPerClient(ln, lim.MaxConnsPerClient, true)
 	go func() {
 		if err := a.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.logger.Error("http server stopped", "error", err)

@@ -27,6 +27,8 @@ type proc struct {
 	// external marks an agent the test did not start (a container): it
 	// counts as alive while set.
 	external bool
+	// scheme is the API's URL scheme; empty means "http".
+	scheme string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -110,7 +112,12 @@ func (p *proc) stop() {
 	}
 }
 
-func (p *proc) url() string { return "http://" + p.httpAddr }
+func (p *proc) url() string {
+	if p.scheme != "" {
+		return p.scheme + "://" + p.httpAddr
+	}
+	return "http://" + p.httpAddr
+}
 
 func (p *proc) logText() string {
 	p.log.mu.Lock()

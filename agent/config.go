@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpulayer/gpulayer/agent/tlsutil"
 	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/hcl/v2"
@@ -44,6 +45,9 @@ type Config struct {
 	BindAddr string `hcl:"bind_addr,optional"`
 	// LogLevel is TRACE, DEBUG, INFO, WARN or ERROR. Default INFO.
 	LogLevel string `hcl:"log_level,optional"`
+	// Region names the certificates peers must present
+	// ("server.<region>.gpulayer"). Default "global".
+	Region string `hcl:"region,optional"`
 
 	// Addresses overrides BindAddr for single listeners.
 	Addresses *Addresses `hcl:"addresses,block"`
@@ -51,6 +55,9 @@ type Config struct {
 	Ports  *Ports        `hcl:"ports,block"`
 	Server *ServerConfig `hcl:"server,block"`
 	Client *ClientConfig `hcl:"client,block"`
+	// TLS is the tls block (config_tls.go): HTTPS and Raft over mutual
+	// TLS. Nil or all false means plain TCP.
+	TLS *tlsutil.Config `hcl:"tls,block"`
 
 	// Limits bounds the HTTP API's connections and request reads
 	// (config_limits.go).
@@ -246,6 +253,10 @@ func (c *Config) Merge(o *Config) {
 	if o.DevMode {
 		c.DevMode = true
 	}
+	if o.Region != "" {
+		c.Region = o.Region
+	}
+	c.mergeTLS(o.TLS)
 	if ad := o.Addresses; ad != nil && ad.HTTP != "" {
 		c.Addresses.HTTP = ad.HTTP
 	}
@@ -340,6 +351,7 @@ func (c *Config) Validate() error {
 		p = append(p, fmt.Sprintf("server.bootstrap_expect: must be at least 1, got %d", c.Server.BootstrapExpect))
 	}
 	p = append(p, c.validateCluster()...)
+	p = append(p, c.validateTLS()...)
 	p = append(p, c.Server.validateGC()...)
 	p = append(p, c.Client.validateTasks()...)
 	p = append(p, c.validateLimits()...)

@@ -86,7 +86,11 @@ func (c *AgentCommand) Run(args []string) int {
 		c.Ui.Error(fmt.Sprintf("Error starting agent: %v", err))
 		return 1
 	}
-	c.Ui.Output(fmt.Sprintf("==> GPUlayer agent started! HTTP API on http://%s (data dir %s)", a.HTTPAddr(), cfg.DataDir))
+	scheme := "http"
+	if cfg.TLS != nil && cfg.TLS.HTTP {
+		scheme = "https"
+	}
+	c.Ui.Output(fmt.Sprintf("==> GPUlayer agent started! HTTP API on %s://%s (data dir %s)", scheme, a.HTTPAddr(), cfg.DataDir))
 	if cfg.DevMode {
 		try := "gpulayer job run examples/hello-gpu.hcl"
 		if addr := "http://" + a.HTTPAddr(); addr != "http://127.0.0.1:4656" {

@@ -90,6 +90,14 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"operator snapshot restore": func() (cli.Command, error) { return &OperatorSnapshotRestoreCommand{Meta: m}, nil },
 		"operator gossip":           func() (cli.Command, error) { return &OperatorGossipCommand{Meta: m}, nil },
 		"operator gossip keygen":    func() (cli.Command, error) { return &OperatorGossipKeygenCommand{Meta: m}, nil },
+		// Nomad's name of keygen.
+		"operator gossip keyring":          func() (cli.Command, error) { return &OperatorGossipKeyringCommand{Meta: m}, nil },
+		"operator gossip keyring generate": func() (cli.Command, error) { return &OperatorGossipKeygenCommand{Meta: m}, nil },
+		"tls":                              func() (cli.Command, error) { return &TLSCommand{Meta: m}, nil },
+		"tls ca":                           func() (cli.Command, error) { return &TLSCACommand{Meta: m}, nil },
+		"tls ca create":                    func() (cli.Command, error) { return &TLSCACreateCommand{Meta: m}, nil },
+		"tls cert":                         func() (cli.Command, error) { return &TLSCertCommand{Meta: m}, nil },
+		"tls cert create":                  func() (cli.Command, error) { return &TLSCertCreateCommand{Meta: m}, nil },
 	}
 	return cmds
 }
@@ -112,6 +120,8 @@ type Meta struct {
 	// address and jsonOutput are set by the common flags.
 	address    string
 	jsonOutput bool
+	// tls holds the common TLS flags (tls_flags.go).
+	tls tlsFlags
 	// verbose is set by -verbose where a command has it.
 	verbose bool
 }

@@ -29,6 +29,7 @@ func (m *Meta) flagSet(name string, withJSON bool) *flag.FlagSet {
 		def = api.DefaultAddress
 	}
 	fs.StringVar(&m.address, "address", def, "")
+	m.tls.register(fs)
 	if withJSON {
 		fs.BoolVar(&m.jsonOutput, "json", false, "")
 	}
@@ -42,7 +43,7 @@ General Options:
   -address=<addr>
     The address of the GPUlayer agent. Overrides the GPULAYER_ADDR
     environment variable. Default: http://127.0.0.1:4656.
-`
+` + tlsOptions
 
 // jsonOption is the help text of -json.
 const jsonOption = `
@@ -52,7 +53,7 @@ const jsonOption = `
 
 // client returns an API client for -address.
 func (m *Meta) client() (*api.Client, error) {
-	return api.NewClient(&api.Config{Address: m.address})
+	return api.NewClient(&api.Config{Address: m.address, TLSConfig: m.tls.config()})
 }
 
 // optionsOnly parses args with fs for a command that takes options but no

@@ -74,7 +74,8 @@ func (c *OperatorGossipCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: gpulayer operator gossip <subcommand>
 
-  Manage gossip encryption: "keygen" prints a new key.
+  Manage gossip encryption: "keygen" (or Nomad's "keyring generate")
+  prints a new key.
 `)
 }
 
@@ -83,6 +84,25 @@ func (c *OperatorGossipCommand) Synopsis() string { return "Manage gossip encryp
 
 // Run prints help; see groupRun.
 func (c *OperatorGossipCommand) Run(args []string) int { return c.Meta.groupRun(args) }
+
+// OperatorGossipKeyringCommand groups "operator gossip keyring", Nomad's
+// name for the key commands: "keyring generate" is "keygen".
+type OperatorGossipKeyringCommand struct{ Meta *Meta }
+
+// Help returns the command's usage.
+func (c *OperatorGossipKeyringCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: gpulayer operator gossip keyring generate
+
+  Prints a new gossip encryption key (the same as "operator gossip keygen").
+`)
+}
+
+// Synopsis returns a one-line description.
+func (c *OperatorGossipKeyringCommand) Synopsis() string { return "Manage gossip encryption keys" }
+
+// Run prints help; see groupRun.
+func (c *OperatorGossipKeyringCommand) Run(args []string) int { return c.Meta.groupRun(args) }
 
 // GossipKeySize is the size of a key from `operator gossip keygen`: 32
 // bytes, for AES-256-GCM (memberlist accepts 16, 24 or 32).

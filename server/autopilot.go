@@ -68,6 +68,10 @@ func (s *Server) reconcileMembers() {
 			if mem.RaftAddr == "" || (ok && srv.Suffrage == raft.Voter && string(srv.Address) == mem.RaftAddr) {
 				continue
 			}
+			if err := s.verifyRaftPeer(mem.RaftAddr); err != nil {
+				m.warnUnverified(mem.Name, "not adding server to raft", err)
+				continue
+			}
 			if err := s.raft.AddVoter(id, raft.ServerAddress(mem.RaftAddr), 0, raftChangeTimeout).Error(); err != nil {
 				log.Warn("add voter", "server", mem.Name, "raft_addr", mem.RaftAddr, "error", err)
 				continue

@@ -154,6 +154,48 @@ type membership struct {
 	// leader's reconcile loop.
 	changed   chan struct{}
 	reconcile chan struct{}
+
+	// proven caches the Raft addresses (by member name) whose TLS probe
+	// succeeded during bootstrap; warned rate-limits the warning about
+	// a member whose probe failed (raft_stream.go verifyRaftPeer).
+	proven map[string]string
+	warned map[string]time.Time
+}
+
+// unverifiedWarnInterval is how often the warning about one member that
+// failed the Raft TLS probe repeats.
+const unverifiedWarnInterval = 30 * time.Second
+
+// verified runs the Raft TLS probe of mem once per Raft address.
+func (m *membership) verified(mem Member) error {
+	m.mu.Lock()
+	ok := m.proven[mem.Name] == mem.RaftAddr && mem.RaftAddr != ""
+	m.mu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := m.s.verifyRaftPeer(mem.RaftAddr); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.proven[mem.Name] = mem.RaftAddr
+	m.mu.Unlock()
+	return nil
+}
+
+// warnUnverified logs, at most every unverifiedWarnInterval per member,
+// that a gossip member failed the Raft TLS probe.
+func (m *membership) warnUnverified(name, what string, err error) {
+	m.mu.Lock()
+	last, seen := m.warned[name]
+	now := time.Now()
+	if seen && now.Sub(last) < unverifiedWarnInterval {
+		m.mu.Unlock()
+		return
+	}
+	m.warned[name] = now
+	m.mu.Unlock()
+	m.logger.Warn(what+": its raft address did not answer or did not prove a server certificate (a client certificate, another CA, or no TLS)", "server", name, "error", err)
 }
 
 // setupMembership starts memberlist when SerfBindAddr is set, and the loop
@@ -171,6 +213,8 @@ func (s *Server) setupMembership(ctx context.Context) error {
 		missingSince: map[raft.ServerID]time.Time{},
 		changed:      make(chan struct{}, 1),
 		reconcile:    make(chan struct{}, 1),
+		proven:       map[string]string{},
+		warned:       map[string]time.Time{},
 	}
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = cfg.NodeName
@@ -196,6 +240,7 @@ func (s *Server) setupMembership(ctx context.Context) error {
 	}
 	m.ml = ml
 	s.members = m
+	s.fenceMembers.Store(m)
 	// Read the local node before run can update it (UpdateNode).
 	m.logger.Info("gossip started", "addr", ml.LocalNode().Address(), "encrypted", len(cfg.EncryptKey) > 0)
 	s.wg.Add(1)
@@ -272,6 +317,15 @@ func (m *membership) maybeBootstrap() {
 	}
 	if len(servers) < expect {
 		return
+	}
+	for _, mem := range servers {
+		if mem.Name == s.config.NodeName {
+			continue
+		}
+		if err := m.verified(mem); err != nil {
+			m.warnUnverified(mem.Name, "not bootstrapping with server", err)
+			return
+		}
 	}
 	for _, mem := range servers {
 		if mem.BootstrapExpect != expect {

@@ -54,11 +54,27 @@ func (s *Server) setupRaft() error {
 			}
 			adv = a
 		}
-		t, err := raft.NewTCPTransportWithLogger(cfg.RaftBindAddr, adv, raftTransportPool, raftTransportTimeout, rlog)
+		var allow func(net.IP) bool
+		if cfg.RaftTLS == nil && !cfg.DevMode {
+			// Without TLS any process that can reach the port could
+			// append to the log: accept known servers' addresses only,
+			// and say loudly that this is no authentication.
+			allow = s.raftPeerAllowed
+			s.logger.Warn("raft is not authenticated: without tls.rpc any process on a known server's address can append to the log; " +
+				"run servers with tls { rpc = true } (see website/docs/tls.md)")
+		}
+		stream, err := newRaftStreamLayer(cfg.RaftBindAddr, adv, cfg.RaftTLS, allow, rlog)
 		if err != nil {
 			return fmt.Errorf("raft: listen on %s: %w", cfg.RaftBindAddr, err)
 		}
-		trans = t
+		trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream:  stream,
+			MaxPool: raftTransportPool,
+			Timeout: raftTransportTimeout,
+			Logger:  rlog,
+		})
+	} else if cfg.RaftTLS != nil {
+		return fmt.Errorf("raft: %w: %w", structs.ErrInvalid, errRaftTLSInMemory)
 	}
 	s.raftTransport = trans
 
@@ -133,6 +149,7 @@ func (s *Server) setupRaft() error {
 		return fmt.Errorf("raft: start: %w", err)
 	}
 	s.raft = r
+	s.fenceRaft.Store(r)
 	return nil
 }
 

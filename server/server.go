@@ -171,6 +171,11 @@ type Config struct {
 	// RaftAdvertiseAddr, when set, is the Raft address other servers dial
 	// ("host:port"); needed when RaftBindAddr is 0.0.0.0.
 	RaftAdvertiseAddr string
+	// RaftTLS, when set, runs Raft over mutual TLS: only servers with a
+	// certificate for "server.<region>.gpulayer" may connect or be dialed
+	// (raft_stream.go). Nil means plain TCP from known server addresses
+	// only, with a start-up warning (dev mode: no check, loopback only).
+	RaftTLS *RaftTLS
 }
 
 // Server is one GPUlayer server. Create it with NewServer and stop it with
@@ -198,6 +203,11 @@ type Server struct {
 
 	// members is the gossip membership; nil without SerfBindAddr.
 	members *membership
+	// fenceRaft and fenceMembers are raft and members for the Raft
+	// listener's known-peer check (raft_stream.go), which runs on the
+	// transport's goroutine from before either is set.
+	fenceRaft    atomic.Pointer[raft.Raft]
+	fenceMembers atomic.Pointer[membership]
 	// bootstrapped is true once Raft has (or no longer needs) a bootstrap
 	// configuration from this server.
 	bootstrapped atomic.Bool

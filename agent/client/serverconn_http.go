@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +43,12 @@ type HTTPServerConnConfig struct {
 	RequestTimeout time.Duration
 	// Logger defaults to a null logger.
 	Logger hclog.Logger
+	// TLS, when set, makes every call HTTPS with this client
+	// configuration, which must verify the server's certificate
+	// (agent/tlsutil Bundle.ServerHTTPClient: "server.<region>.gpulayer")
+	// and present the client's own: "host:port" and http:// addresses are
+	// reached over https. Ignored when HTTPClient is set.
+	TLS *tls.Config
 }
 
 // HTTPServerConn is the ServerConn of a client agent without a local
@@ -85,10 +92,19 @@ func NewHTTPServerConn(cfg HTTPServerConnConfig) (*HTTPServerConn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: servers[%d]: %v", structs.ErrInvalid, i, err)
 		}
+		if cfg.TLS != nil {
+			// A client with TLS on never talks plain HTTP to a server.
+			u.Scheme = "https"
+		}
 		c.servers = append(c.servers, u)
 	}
 	if c.http == nil {
 		c.http = &http.Client{}
+		if cfg.TLS != nil {
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.TLSClientConfig = cfg.TLS.Clone()
+			c.http.Transport = t
+		}
 	}
 	if c.timeout <= 0 {
 		c.timeout = DefaultServerRequestTimeout

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,18 +153,14 @@ func (h *handler) onAllocNode(fn func(w http.ResponseWriter, r *http.Request, ac
 			h.writeError(w, r, fmt.Errorf("node %q has no HTTP address", node.ID))
 			return
 		}
-		addr := node.HTTPAddr
-		if !strings.Contains(addr, "://") {
-			addr = "http://" + addr
-		}
-		target, err := url.Parse(addr)
+		target, err := h.peers.nodeURL(node.HTTPAddr)
 		if err != nil {
 			h.writeError(w, r, fmt.Errorf("node %q HTTP address %q: %w", node.ID, node.HTTPAddr, err))
 			return
 		}
 		rp := httputil.NewSingleHostReverseProxy(target)
 		rp.FlushInterval = -1
-		rp.Transport = actionProxyTransport
+		rp.Transport = h.peers.nodeAction
 		r.Header.Set(headerForwarded, "1")
 		if !strings.HasSuffix(r.URL.Path, "/exec") {
 			// A small action body is sent whole, with its length, so the
@@ -205,16 +200,6 @@ func (h *handler) onAllocNode(fn func(w http.ResponseWriter, r *http.Request, ac
 		<-copied
 	}
 }
-
-// actionProxyTransport carries each proxied allocation action on a fresh
-// connection: a pooled connection the node agent closed after an exec
-// stream would fail the next POST, which net/http does not retry, with a
-// 502.
-var actionProxyTransport = func() http.RoundTripper {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DisableKeepAlives = true
-	return t
-}()
 
 func (h *handler) allocSignal(w http.ResponseWriter, r *http.Request, actor allocActor, alloc *structs.Allocation) {
 	var req api.AllocSignalRequest

@@ -46,10 +46,11 @@ func (h *handler) clientStats(w http.ResponseWriter, r *http.Request) (interface
 
 // proxyStats reads /v1/client/stats from the node's agent.
 func (h *handler) proxyStats(r *http.Request, node *structs.Node) (*structs.NodeDeviceStats, error) {
-	addr := node.HTTPAddr
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
+	base, err := h.peers.nodeURL(node.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("node %q HTTP address %q: %w: %v", node.ID, node.HTTPAddr, structs.ErrInvalid, err)
 	}
+	addr := base.String()
 	ctx, cancel := context.WithTimeout(r.Context(), statsProxyTimeout)
 	defer cancel()
 	target := strings.TrimSuffix(addr, "/") + "/v1/client/stats?node_id=" + url.QueryEscape(node.ID)
@@ -61,7 +62,7 @@ func (h *handler) proxyStats(r *http.Request, node *structs.Node) (*structs.Node
 	if tok := r.Header.Get("X-Gpulayer-Token"); tok != "" {
 		req.Header.Set("X-Gpulayer-Token", tok)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := h.peers.node.Do(req)
 	if err != nil {
 		return nil, &codedError{code: http.StatusBadGateway, msg: fmt.Sprintf("read telemetry of node %q at %s: %v", node.ID, node.HTTPAddr, err)}
 	}

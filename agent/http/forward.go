@@ -59,17 +59,25 @@ var consistentRoutes = map[string]bool{
 type forwarder struct {
 	h         *handler
 	transport *http.Transport
+	// scheme is "https" when the agent's tls.http is on.
+	scheme string
 }
 
 func newForwarder(h *handler) *forwarder {
-	return &forwarder{h: h, transport: &http.Transport{
+	f := &forwarder{h: h, transport: &http.Transport{
 		Proxy:                 nil, // servers talk directly
 		DialContext:           (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConns:          256,
 		MaxIdleConnsPerHost:   64,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: 0, // blocking queries may wait up to 10 minutes
-	}}
+	}, scheme: "http"}
+	if h.serverTLS != nil {
+		// Only a certificate for server.<region>.gpulayer is a leader.
+		f.transport.TLSClientConfig = h.serverTLS.Clone()
+		f.scheme = "https"
+	}
+	return f
 }
 
 // wantsConsistent reports whether a read asks for a consistent answer:
@@ -135,7 +143,7 @@ func (h *handler) maybeForward(w http.ResponseWriter, r *http.Request, pattern s
 // proxy sends r to the leader at addr ("host:port") and copies the answer
 // back, streaming (blocking queries, snapshots).
 func (f *forwarder) proxy(w http.ResponseWriter, r *http.Request, addr string) {
-	target := &url.URL{Scheme: "http", Host: addr}
+	target := &url.URL{Scheme: f.scheme, Host: addr}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)

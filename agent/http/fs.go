@@ -210,10 +210,12 @@ func (h *handler) proxyLogs(w http.ResponseWriter, r *http.Request, alloc *struc
 		h.writeError(w, r, fmt.Errorf("node %q has no HTTP address to read logs from", node.ID))
 		return
 	}
-	addr := node.HTTPAddr
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
+	base, err := h.peers.nodeURL(node.HTTPAddr)
+	if err != nil {
+		h.writeError(w, r, fmt.Errorf("node %q HTTP address %q: %w", node.ID, node.HTTPAddr, err))
+		return
 	}
+	addr := base.String()
 	params := url.Values{}
 	params.Set("task", lr.task)
 	params.Set("type", lr.logType)
@@ -239,7 +241,7 @@ func (h *handler) proxyLogs(w http.ResponseWriter, r *http.Request, alloc *struc
 		req.Header.Set("X-Gpulayer-Token", tok)
 	}
 	h.logger.Debug("proxying logs", "alloc_id", alloc.ID, "node_id", node.ID, "addr", node.HTTPAddr)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := h.peers.node.Do(req)
 	if err != nil {
 		h.writeError(w, r, fmt.Errorf("proxy logs to node %q at %s: %w", node.ID, node.HTTPAddr, err))
 		return

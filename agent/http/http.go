@@ -10,6 +10,7 @@ package http
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"net/http"
@@ -84,6 +85,15 @@ type Config struct {
 	// MaxSnapshotBytes caps the archive of PUT /v1/operator/snapshot, in
 	// bytes; zero means MaxSnapshotBytes (1 GiB). Larger archives get 413.
 	MaxSnapshotBytes int64
+	// ServerTLS, when set, makes forwarding to the leader HTTPS with this
+	// client configuration, which must verify the leader's server
+	// certificate (agent/tlsutil Bundle.ServerHTTPClient). Nil means
+	// plain HTTP.
+	ServerTLS *tls.Config
+	// NodeTLS, when set, makes proxying to a node's agent HTTPS with this
+	// client configuration, which must verify the node's client
+	// certificate (Bundle.NodeHTTPClient). Nil means plain HTTP.
+	NodeTLS *tls.Config
 }
 
 // handler is the API: a ServeMux with JSON errors for unknown routes and
@@ -104,6 +114,9 @@ type handler struct {
 	metrics *httpMetrics
 	// maxSnapshot caps snapshot restore bodies; 0 means MaxSnapshotBytes.
 	maxSnapshot int64
+	// serverTLS and peers reach other agents (peer_tls.go).
+	serverTLS *tls.Config
+	peers     *peers
 }
 
 // New returns the API handler. It fails when both cfg.Server and
@@ -128,6 +141,9 @@ func New(cfg Config) (http.Handler, error) {
 		mux:     http.NewServeMux(),
 
 		maxSnapshot: cfg.MaxSnapshotBytes,
+		// peer_tls.go
+		serverTLS: cfg.ServerTLS,
+		peers:     newPeers(cfg.NodeTLS),
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes

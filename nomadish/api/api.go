@@ -44,6 +44,9 @@ type Config struct {
 	// Token is the ACL token sent in the X-Gpulayer-Token header; empty
 	// sends none.
 	Token string
+	// TLSConfig, when set and HTTPClient is nil, configures HTTPS to the
+	// agent (api_tls.go); the Address must then be an https URL.
+	TLSConfig *TLSConfig
 }
 
 // DefaultConfig returns a Config whose Address comes from the GPULAYER_ADDR
@@ -90,6 +93,13 @@ func NewClient(cfg *Config) (*Client, error) {
 	hc := cfg.HTTPClient
 	if hc == nil {
 		hc = &http.Client{}
+		if cfg.TLSConfig != nil {
+			t, err := cfg.TLSConfig.transport()
+			if err != nil {
+				return nil, err
+			}
+			hc.Transport = t
+		}
 	}
 	return &Client{base: u, http: hc, token: cfg.Token}, nil
 }

@@ -1,0 +1,142 @@
+package agent_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gpulayer/gpulayer/agent"
+	"github.com/gpulayer/gpulayer/agent/tlsutil"
+	"github.com/gpulayer/gpulayer/agent/tlsutil/tlsutiltest"
+	"github.com/gpulayer/gpulayer/nomadish/jobspec"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// BenchmarkPutToRunningTLS measures PUT /v1/jobs to the task's start
+// (TaskState.StartedAt) for examples/hello-gpu.hcl on an in-process
+// production-mode agent (server and client, Raft over TCP, two simulated
+// GPUs), once with tls { http = true, rpc = true } and mTLS callers and
+// once without. Each PUT opens a new connection, as a CLI invocation
+// does, so the TLS handshake is in the figure; the polling reuses its
+// connection. It reports the median of 20 submissions of each as
+// "ms/median-off" and "ms/median-on" and their ratio as "on/off".
+func BenchmarkPutToRunningTLS(b *testing.B) {
+	pki, err := tlsutiltest.WriteTestPKI(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	job, err := jobspec.ParseFile(filepath.Join(repoRoot(b), "examples", "hello-gpu.hcl"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type setup struct {
+		addr      string
+		put, poll *http.Client
+	}
+	start := func(withTLS bool) setup {
+		cfg := agent.DefaultConfig()
+		cfg.Name = fmt.Sprintf("bench-tls-%v", withTLS)
+		cfg.DataDir = b.TempDir()
+		cfg.BindAddr = "127.0.0.1"
+		cfg.LogLevel = "ERROR"
+		cfg.Ports.HTTP, cfg.Ports.Raft, cfg.Ports.Serf = freePort(b), freePort(b), freePort(b)
+		cfg.Server.Enabled, cfg.Client.Enabled = true, true
+		gpus := 2
+		cfg.Client.DevGPUs = &gpus
+		s := setup{put: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, poll: &http.Client{}}
+		scheme := "http"
+		if withTLS {
+			cf, kf, err := pki.Cert(cfg.Name, tlsutil.CertOptions{Role: tlsutil.RoleServer})
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.TLS = &tlsutil.Config{HTTP: true, RPC: true, CAFile: pki.CAFile, CertFile: cf, KeyFile: kf}
+			s.put = httpsClient(b, pki, tlsutil.RoleCLI)
+			s.put.Timeout = 0
+			s.put.Transport.(*http.Transport).DisableKeepAlives = true
+			s.poll = httpsClient(b, pki, tlsutil.RoleCLI)
+			s.poll.Timeout = 0
+			scheme = "https"
+		}
+		a, err := agent.New(cfg, hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: io.Discard}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = a.Shutdown() })
+		s.addr = scheme + "://" + a.HTTPAddr()
+		return s
+	}
+	off, on := start(false), start(true)
+	const runs = 20
+	median := func(i int, name string, s setup) float64 {
+		var lat []time.Duration
+		for r := 0; r < runs; r++ {
+			job.ID = fmt.Sprintf("bench-%s-%d-%d", name, i, r)
+			job.Name = job.ID
+			body, _ := json.Marshal(map[string]interface{}{"Job": job})
+			req, _ := http.NewRequest(http.MethodPut, s.addr+"/v1/jobs", bytes.NewReader(body))
+			sent := time.Now()
+			resp, err := s.put.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b.Fatalf("PUT /v1/jobs (%s): %s", name, resp.Status)
+			}
+			lat = append(lat, time.Unix(0, waitStartedWith(b, s.poll, s.addr, job.ID)).Sub(sent))
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		return float64(lat[runs/2]) / float64(time.Millisecond)
+	}
+	b.ResetTimer()
+	var offs, ons []float64
+	for i := 0; i < b.N; i++ {
+		offs = append(offs, median(i, "off", off))
+		ons = append(ons, median(i, "on", on))
+	}
+	b.StopTimer()
+	sort.Float64s(offs)
+	sort.Float64s(ons)
+	mOff, mOn := offs[len(offs)/2], ons[len(ons)/2]
+	b.ReportMetric(mOff, "ms/median-off")
+	b.ReportMetric(mOn, "ms/median-on")
+	b.ReportMetric(mOn/mOff, "on/off")
+}
+
+// waitStartedWith is waitStarted with a given HTTP client (for HTTPS).
+func waitStartedWith(b *testing.B, hc *http.Client, addr, jobID string) int64 {
+	b.Helper()
+	var index uint64
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		resp, err := hc.Get(fmt.Sprintf("%s/v1/job/%s/allocations?index=%d&wait=5s", addr, jobID, index))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var allocs []*structs.Allocation
+		err = json.NewDecoder(resp.Body).Decode(&allocs)
+		resp.Body.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Sscan(resp.Header.Get("X-Gpulayer-Index"), &index)
+		for _, al := range allocs {
+			for _, ts := range al.TaskStates {
+				if ts.StartedAt != 0 && al.ClientTerminalStatus() {
+					return ts.StartedAt
+				}
+			}
+		}
+	}
+	b.Fatalf("job %s never started", jobID)
+	return 0
+}
