@@ -11,10 +11,10 @@ import (
 
 // Reasons recorded in AllocMetric.ConstraintFiltered for feasibility checks
 // that are not user constraints. User constraints are recorded by their
-// String form, such as "${attr.kernel.name} = linux".
+// String form, such as "${attr.kernel.name} = linux"; a node that is not
+// Ready by structs.Node.NotReadyReason.
 const (
-	reasonNodeNotReady = "node not ready"
-	reasonDatacenter   = "datacenter not in job"
+	reasonDatacenter = "datacenter not in job"
 )
 
 // Descriptions set on allocations the scheduler stops.
@@ -153,7 +153,7 @@ type candidate struct {
 // filtered out.
 func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) (*candidate, string) {
 	if !n.Ready() {
-		return nil, reasonNodeNotReady
+		return nil, n.NotReadyReason()
 	}
 	if !datacenterAllowed(job.Datacenters, n.Datacenter) {
 		return nil, reasonDatacenter
