@@ -49,9 +49,10 @@ type reconcileResult struct {
 //   - A group keeps at most count allocations (see reconcileGroup for which
 //     ones when there are more, as after a scale-down).
 //   - A live allocation (desired run, not client-terminal) whose job's
-//     JobModifyIndex differs from the job's is updated: in place when only
-//     Meta changed (job, group or task Meta), else destructively (stop it
-//     and place a replacement at the same index). An allocation without a
+//     JobModifyIndex differs from the job's is updated: in place when the
+//     change cannot make its placement infeasible (placementUnaffected:
+//     Meta, affinities, count), else destructively (stop it and place a
+//     replacement at the same index). An allocation without a
 //     Job is taken to be of the current version.
 //   - A batch allocation of the current version that completed or failed
 //     keeps its index: it is never replaced (failed batch allocations are
@@ -271,7 +272,7 @@ func reconcileGroup(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.A
 			// A migrating allocation that took a free slot is moved too.
 			res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: a})
 		case sameVersion(a, job):
-		case onlyMetaChanged(a.Job, job, tg.Name):
+		case placementUnaffected(a.Job, job, tg.Name):
 			u := a.Copy()
 			u.Job = job
 			res.inplace = append(res.inplace, u)
@@ -288,10 +289,15 @@ func sameVersion(a *structs.Allocation, job *structs.Job) bool {
 	return a.Job == nil || a.Job.JobModifyIndex == job.JobModifyIndex
 }
 
-// onlyMetaChanged reports whether old and cur differ, for the group, only in
-// Meta (job, group or task) and the group's count, so running allocations
-// can be updated in place.
-func onlyMetaChanged(old, cur *structs.Job, group string) bool {
+// placementUnaffected reports whether old and cur differ, for the group,
+// only in what cannot make a placement made for old infeasible: Meta (job,
+// group or task), affinities (job, group, task or device; they only rank
+// nodes), the group's count, and job fields that do not place (priority,
+// name, bookkeeping). The node class demands (GroupRequires,
+// GroupAvailability), datacenters, constraints, drivers and resources must
+// be the same. Allocations of old can then be updated in
+// place, keeping their node and devices.
+func placementUnaffected(old, cur *structs.Job, group string) bool {
 	if old == nil || cur == nil {
 		return false
 	}
@@ -300,19 +306,33 @@ func onlyMetaChanged(old, cur *structs.Job, group string) bool {
 		return false
 	}
 	if old.Type != cur.Type || !slices.Equal(old.Datacenters, cur.Datacenters) ||
-		!reflect.DeepEqual(old.Constraints, cur.Constraints) || !reflect.DeepEqual(old.Affinities, cur.Affinities) {
+		!reflect.DeepEqual(old.Constraints, cur.Constraints) ||
+		!slices.Equal(structs.GroupRequires(old, a), structs.GroupRequires(cur, b)) ||
+		structs.GroupAvailability(old, a) != structs.GroupAvailability(cur, b) {
 		return false
 	}
-	return reflect.DeepEqual(withoutMeta(a), withoutMeta(b))
+	return reflect.DeepEqual(placementShape(a), placementShape(b))
 }
 
-func withoutMeta(tg *structs.TaskGroup) *structs.TaskGroup {
+// placementShape returns a copy of tg without what placementUnaffected
+// ignores.
+func placementShape(tg *structs.TaskGroup) *structs.TaskGroup {
 	c := tg.Copy()
 	c.Meta = nil
 	c.Count = 0
+	c.Affinities = nil
 	for _, t := range c.Tasks {
-		if t != nil {
-			t.Meta = nil
+		if t == nil {
+			continue
+		}
+		t.Meta = nil
+		t.Affinities = nil
+		if t.Resources != nil {
+			for _, d := range t.Resources.Devices {
+				if d != nil {
+					d.Affinities = nil
+				}
+			}
 		}
 	}
 	return c
