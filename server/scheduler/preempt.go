@@ -73,17 +73,18 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 		future[i] = f
 		return f
 	}
-	taken := make([]int, len(g.taken))
+	var sc devScratch
 	fits := func(i int, u *nodeUsage) bool {
-		if len(u.free) > len(taken) {
-			taken = make([]int, len(u.free))
-		}
-		_, dim := fit(g.ask, g.cands[i], u, taken[:len(u.free)])
+		_, dim := fit(g.ask, g.cands[i], u, &sc)
 		return dim == ""
 	}
 	claimed := 0
-	claim := func(i int, u *nodeUsage) {
-		assign(g.ask, g.cands[i], u, taken[:len(u.free)])
+	// claim takes the allocation's resources on the node's future usage;
+	// it is only called after fits, so assign cannot fail there, and if it
+	// did the allocation would just not be claimed.
+	claim := func(i int, u *nodeUsage) bool {
+		_, err := assign(g.ask, g.cands[i], u, &sc)
+		return err == nil
 	}
 	var evictions []*structs.Allocation
 	defer func() {
@@ -105,8 +106,7 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 		done := false
 		for _, i := range useful {
 			if f := futureOf(i); fits(i, f) {
-				claim(i, f)
-				done = true
+				done = claim(i, f)
 				break
 			}
 		}
@@ -167,7 +167,9 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 				}
 			}
 		}
-		claim(bestI, bestU)
+		if !claim(bestI, bestU) {
+			return
+		}
 		future[bestI] = bestU
 	}
 	return // the deferred function sets the results
