@@ -72,6 +72,11 @@ func TestInPlaceUpdateKeepsGPUs(t *testing.T) {
 				if len(h.state.jobs["j"].Requires) > 0 {
 					return // no node offers the capability
 				}
+				// It only waits for the old allocation's GPU: `job run`
+				// follows the blocked evaluation instead of failing.
+				if m := ev.FailedTGAllocs["g"]; m == nil || m.AwaitingStops != 1 {
+					t.Fatalf("FailedTGAllocs %+v, want AwaitingStops 1", m)
+				}
 				h.state.setClientStatus(structs.AllocClientStatusComplete, before[0])
 				h.process(h.planner.evals[ev.BlockedEval])
 				if after = h.state.liveAllocs("j"); len(after) != 1 || !slices.Equal(after[0].DeviceIDs(), before[0].DeviceIDs()) {

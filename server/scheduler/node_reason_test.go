@@ -39,6 +39,10 @@ func TestNodeReasonNamesWhatIsTrue(t *testing.T) {
 			if m == nil || m.ConstraintFiltered[tc.reason] != 1 {
 				t.Fatalf("ConstraintFiltered = %v, want %q: 1", m.ConstraintFiltered, tc.reason)
 			}
+			// job status and job queue show the explanation.
+			if want := "1 node: " + tc.reason; m.Explain() != want {
+				t.Fatalf("Explain() = %q, want %q", m.Explain(), want)
+			}
 			if got := n.NotReadyReason(); got != tc.reason {
 				t.Fatalf("NotReadyReason() = %q, want %q", got, tc.reason)
 			}

@@ -180,6 +180,7 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 			m.CoalescedFailures = left - 1
 			m.Explanation = m.Explain()
 			if claimed, evicted := c.preempt(plan, g, left, out); claimed > 0 {
+				m.AwaitingStops = claimed
 				m.Explanation += fmt.Sprintf("; %d of %d will fit once allocations being stopped release their resources", claimed, left)
 				if evicted > 0 {
 					m.Explanation += fmt.Sprintf(" (%d preempted now)", evicted)
