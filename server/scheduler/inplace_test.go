@@ -99,3 +99,26 @@ func TestInPlaceUpdateKeepsGPUs(t *testing.T) {
 		})
 	}
 }
+
+// TestDestructiveUpdateAwaitsStops checks that the replacement of an
+// allocation stopped by the same plan, on a node with no other GPU, is
+// counted as waiting for that stop (AllocMetric.AwaitingStops), whatever the
+// job's priority (one too low to preempt anything included).
+func TestDestructiveUpdateAwaitsStops(t *testing.T) {
+	for _, prio := range []int{1, 5, 50, 100} {
+		h := newHarness(t)
+		h.state.upsertNode(gpuNode("n", 1, h100, 81559))
+		j := gpuJob("j", structs.JobTypeService, 1, 1, 100, 128)
+		j.Priority = prio
+		h.register(j)
+		updated := h.state.jobs["j"].Copy()
+		updated.TaskGroups[0].Tasks[0].Resources.MemoryMB = 256
+		ev := h.register(updated)
+		if m := ev.FailedTGAllocs["g"]; m == nil || m.AwaitingStops != 1 || ev.BlockedEval == "" {
+			t.Fatalf("priority %d: FailedTGAllocs %+v blocked %q, want AwaitingStops 1 and a blocked eval", prio, m, ev.BlockedEval)
+		}
+		if len(h.planner.created) != 1 {
+			t.Fatalf("priority %d: created %d evals, want only the blocked one (nothing preempted)", prio, len(h.planner.created))
+		}
+	}
+}
