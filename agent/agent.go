@@ -147,10 +147,9 @@ func (a *Agent) start() error {
 			}
 			servers = conn
 		}
-		devGPUs := -1
+		devGPUs := devGPUCount(cfg.Client)
 		var simulated []*structs.DeviceGroup
 		if cfg.Client.DevGPUs != nil {
-			devGPUs = *cfg.Client.DevGPUs
 			// Outside dev mode simulated GPUs are only added when asked
 			// for explicitly (test clusters on hosts without GPUs).
 			if !cfg.DevMode && devGPUs > 0 {

@@ -94,3 +94,20 @@ func simulatedGroups(seed string, decls []*SimulatedGPUConfig) []*structs.Device
 	}
 	return groups
 }
+
+// devGPUCount returns the client.Config.DevGPUs for the client block c: the
+// explicit dev_gpus (or -dev-gpus) when set; 0 when simulated_gpu blocks are
+// declared, because declared devices replace the default simulated GPUs of
+// dev mode; otherwise -1, the client's default (2 in dev mode when no real
+// GPU is found).
+func devGPUCount(c *ClientConfig) int {
+	switch {
+	case c == nil:
+		return -1
+	case c.DevGPUs != nil:
+		return *c.DevGPUs
+	case len(c.SimulatedGPUs) > 0:
+		return 0
+	}
+	return -1
+}

@@ -94,3 +94,42 @@ func TestParseConfigNodeClassErrors(t *testing.T) {
 		t.Fatalf("reserved as a string: %v", err)
 	}
 }
+
+// TestDevDeclaredGPUsReplaceDefaults (issue 11 item 11) checks that in dev
+// mode simulated_gpu blocks replace the two default simulated GPUs, while an
+// explicit dev_gpus (or -dev-gpus) still counts.
+func TestDevDeclaredGPUsReplaceDefaults(t *testing.T) {
+	two := 2
+	decl := []*SimulatedGPUConfig{{Count: 1, Model: "NVIDIA L4", Memory: 23034}}
+	cases := []struct {
+		name string
+		cl   ClientConfig
+		want int
+	}{
+		{"no declarations: client default", ClientConfig{}, -1},
+		{"declarations replace the default", ClientConfig{SimulatedGPUs: decl}, 0},
+		{"explicit dev_gpus with declarations", ClientConfig{SimulatedGPUs: decl, DevGPUs: &two}, 2},
+		{"explicit dev_gpus alone", ClientConfig{DevGPUs: &two}, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := devGPUCount(&tc.cl); got != tc.want {
+				t.Fatalf("devGPUCount = %d, want %d", got, tc.want)
+			}
+		})
+	}
+	// The whole path: a dev agent's config with one declared GPU reports
+	// exactly that GPU to the client.
+	cfg := DevConfig()
+	fileCfg, err := ParseConfig("dev.hcl", []byte("client {\n  simulated_gpu {\n    count = 1\n    model = \"NVIDIA L4\"\n  }\n}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Merge(fileCfg)
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := devGPUCount(cfg.Client); got != 0 {
+		t.Fatalf("dev config with simulated_gpu: devGPUCount = %d, want 0 (no default GPUs)", got)
+	}
+}

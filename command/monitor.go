@@ -31,6 +31,12 @@ func (m *Meta) monitor(ctx context.Context, client *api.Client, evalID string) i
 		status    string
 		triggered bool
 		seen      = map[string]bool{}
+		// awaiting is set while following a blocked evaluation whose
+		// allocations only wait for allocations being stopped (see
+		// awaitingStops); seenIndex is its ModifyIndex when first read,
+		// so a re-evaluation is noticed.
+		awaiting  bool
+		seenIndex uint64
 	)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -61,10 +67,25 @@ func (m *Meta) monitor(ctx context.Context, client *api.Client, evalID string) i
 			m.UI.Output(fmt.Sprintf("    %s: Evaluation status changed: %q -> %q", m.timestamp(), api.EvalStatusPending, eval.Status))
 		}
 		status = eval.Status
-		if eval.TerminalStatus() {
+		if awaiting && seenIndex == 0 {
+			seenIndex = eval.ModifyIndex
+		}
+		reevaluated := awaiting && eval.Status == api.EvalStatusBlocked && eval.ModifyIndex > seenIndex
+		if eval.TerminalStatus() || reevaluated {
 			if eval.NextEval != "" {
 				m.UI.Info(fmt.Sprintf("==> %s: Monitoring next evaluation %q", m.timestamp(), shortID(eval.NextEval)))
 				evalID, index, status, triggered = eval.NextEval, 0, "", false
+				continue
+			}
+			if next, ok := m.awaitingStops(eval); ok {
+				// Nothing lacks capacity: the allocations wait for
+				// others to stop. Follow the blocked evaluation that
+				// places them rather than report a failure.
+				if next != evalID {
+					m.UI.Info(fmt.Sprintf("==> %s: Monitoring blocked evaluation %q", m.timestamp(), shortID(next)))
+					evalID, index, status, triggered = next, 0, "", true
+				}
+				awaiting, seenIndex = true, eval.ModifyIndex
 				continue
 			}
 			return m.finish(eval)
@@ -113,6 +134,36 @@ func (m *Meta) printNewAllocs(client *api.Client, eval *api.Evaluation, seen map
 		m.UI.Output(fmt.Sprintf("    %s: Allocation %q created: node %q, group %q", m.timestamp(), shortID(a.ID), shortID(a.NodeID), a.TaskGroup))
 	}
 	return nil
+}
+
+// awaitingStops reports whether every group the evaluation could not place
+// waits only for allocations being stopped or evicted to release their
+// resources (AllocMetric.AwaitingStops covers all its unplaced
+// allocations), as after a destructive update on a node with no spare GPU.
+// It prints one line per group and returns the blocked evaluation that
+// places them (the evaluation itself when it is that blocked evaluation).
+func (m *Meta) awaitingStops(eval *api.Evaluation) (string, bool) {
+	next := eval.BlockedEval
+	if eval.Status == api.EvalStatusBlocked {
+		next = eval.ID
+	}
+	if len(eval.FailedTGAllocs) == 0 || next == "" {
+		return "", false
+	}
+	for _, metric := range eval.FailedTGAllocs {
+		if metric == nil || metric.AwaitingStops < 1+metric.CoalescedFailures {
+			return "", false
+		}
+	}
+	for _, tg := range sortedKeys(eval.FailedTGAllocs) {
+		n := 1 + eval.FailedTGAllocs[tg].CoalescedFailures
+		noun := "allocation waits"
+		if n > 1 {
+			noun = "allocations wait"
+		}
+		m.UI.Output(fmt.Sprintf("    %s: Task Group %q: %d %s for allocations being stopped to release their resources", m.timestamp(), tg, n, noun))
+	}
+	return next, true
 }
 
 // finish prints the final lines of a terminal evaluation and returns the

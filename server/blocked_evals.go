@@ -26,7 +26,7 @@ import (
 // The tracker does nothing while disabled. All methods are safe for
 // concurrent use.
 type BlockedEvals struct {
-	broker *EvalBroker
+	broker evalEnqueuer
 
 	mu      sync.Mutex
 	enabled bool
@@ -57,8 +57,18 @@ type BlockedStats struct {
 	LastUnblockIndex uint64
 }
 
+// evalEnqueuer is what BlockedEvals needs of the eval broker: *EvalBroker,
+// or in tests a recorder of the order evaluations are released in.
+type evalEnqueuer interface {
+	Enqueue(eval *structs.Evaluation)
+}
+
 // NewBlockedEvals returns a disabled tracker that re-enqueues into broker.
 func NewBlockedEvals(broker *EvalBroker) *BlockedEvals {
+	return newBlockedEvals(broker)
+}
+
+func newBlockedEvals(broker evalEnqueuer) *BlockedEvals {
 	return &BlockedEvals{
 		broker:    broker,
 		byJob:     map[string]*structs.Evaluation{},

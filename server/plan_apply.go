@@ -172,7 +172,7 @@ func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID stri
 		return false, "node does not exist", nil
 	}
 	if !node.Ready() {
-		return false, fmt.Sprintf("node is not ready (status %q, eligibility %q)", node.Status, node.SchedulingEligibility), nil
+		return false, node.NotReadyReason(), nil
 	}
 	existing, err := snap.AllocsByNode(nil, nodeID)
 	if err != nil {

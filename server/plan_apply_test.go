@@ -134,12 +134,18 @@ func TestEvaluateNodePlan(t *testing.T) {
 		{"unhealthy device instance", func(n *structs.Node) { n.NodeResources.Devices[0].Instances[1].Healthy = false }, func(t *testing.T, f *planFixture) *structs.Plan {
 			return place(f.alloc(100, 100, f.node.NodeResources.Devices[0].Instances[1].ID))
 		}, false, "unhealthy"},
-		{"node not ready", func(n *structs.Node) { n.Status = structs.NodeStatusDown }, func(t *testing.T, f *planFixture) *structs.Plan {
+		{"node down", func(n *structs.Node) { n.Status = structs.NodeStatusDown }, func(t *testing.T, f *planFixture) *structs.Plan {
 			return place(f.alloc(100, 100))
-		}, false, "not ready"},
+		}, false, "node down"},
 		{"node ineligible", func(n *structs.Node) { n.SchedulingEligibility = structs.NodeSchedulingIneligible }, func(t *testing.T, f *planFixture) *structs.Plan {
 			return place(f.alloc(100, 100))
-		}, false, "not ready"},
+		}, false, "node ineligible"},
+		{"node draining", func(n *structs.Node) {
+			n.SchedulingEligibility = structs.NodeSchedulingIneligible
+			n.DrainStrategy = &structs.DrainStrategy{}
+		}, func(t *testing.T, f *planFixture) *structs.Plan {
+			return place(f.alloc(100, 100))
+		}, false, "node ineligible (draining)"},
 		{"stops only always fit", func(n *structs.Node) { n.Status = structs.NodeStatusDown }, func(t *testing.T, f *planFixture) *structs.Plan {
 			old := f.alloc(1000, 1024, f.gpus[0])
 			f.existing(t, old)

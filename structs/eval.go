@@ -119,6 +119,13 @@ type AllocMetric struct {
 	// scheduler: "5 nodes: not enough free GPU memory (nvidia/gpu); 2:
 	// reserved 'voice'".
 	Explanation string `json:",omitempty"`
+	// AwaitingStops counts how many of the group's unplaced allocations
+	// (1 + CoalescedFailures) fit once allocations being stopped or
+	// evicted release their resources (a destructive update on a node
+	// with no spare GPU, a preemption); the blocked evaluation places them
+	// then. When it covers them all, nothing lacks capacity: `job run`
+	// waits for the blocked evaluation rather than report a failure.
+	AwaitingStops int `json:",omitempty"`
 }
 
 // Copy returns a deep copy.

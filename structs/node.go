@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 )
@@ -98,6 +99,29 @@ type NodeReservedResources struct {
 // Ready reports whether the node can take new allocations.
 func (n *Node) Ready() bool {
 	return n.Status == NodeStatusReady && n.SchedulingEligibility != NodeSchedulingIneligible
+}
+
+// NotReadyReason returns why the node cannot take new allocations, naming
+// what is true of it, or "" when it is Ready. Its status comes first: "node
+// down", "node initializing" (or "node status \"x\"" for any other status);
+// a ready node that is ineligible says "node ineligible (draining)" while a
+// drain is set and "node ineligible" otherwise. The scheduler records it in
+// AllocMetric.ConstraintFiltered and the plan applier in its refusals, so
+// `job status`, `job plan` and the evaluation say the same as `node status`.
+func (n *Node) NotReadyReason() string {
+	switch {
+	case n.Status == NodeStatusDown:
+		return "node down"
+	case n.Status == NodeStatusInit:
+		return "node initializing"
+	case n.Status != NodeStatusReady:
+		return fmt.Sprintf("node status %q", n.Status)
+	case n.SchedulingEligibility == NodeSchedulingIneligible && n.DrainStrategy != nil:
+		return "node ineligible (draining)"
+	case n.SchedulingEligibility == NodeSchedulingIneligible:
+		return "node ineligible"
+	}
+	return ""
 }
 
 // Copy returns a deep copy of the node.

@@ -69,6 +69,10 @@ type AllocMetric struct {
 	// Explanation is the reasons in words, e.g. "5 nodes: not enough free
 	// GPU memory (nvidia/gpu); 2: reserved 'voice'".
 	Explanation string `json:",omitempty"`
+	// AwaitingStops counts how many of the unplaced allocations fit once
+	// allocations being stopped or evicted release their resources; the
+	// blocked evaluation places them then.
+	AwaitingStops int `json:",omitempty"`
 }
 
 // JobRegisterResponse answers a job registration. Index is the Raft index

@@ -11,10 +11,10 @@ import (
 
 // Reasons recorded in AllocMetric.ConstraintFiltered for feasibility checks
 // that are not user constraints. User constraints are recorded by their
-// String form, such as "${attr.kernel.name} = linux".
+// String form, such as "${attr.kernel.name} = linux"; a node that is not
+// Ready by structs.Node.NotReadyReason.
 const (
-	reasonNodeNotReady = "node not ready"
-	reasonDatacenter   = "datacenter not in job"
+	reasonDatacenter = "datacenter not in job"
 )
 
 // Descriptions set on allocations the scheduler stops.
@@ -142,8 +142,10 @@ type candidate struct {
 	// affinity is the sum of the weights of the node affinities it matches.
 	affinity float64
 	// choices lists, per groupAsk.devices entry, the node's device groups
-	// that match the request's name and constraints and have enough
-	// healthy instances, best affinity first, then in node order.
+	// that match the request's name and constraints and have a healthy
+	// instance (and, for a memory share, the memory), best affinity first,
+	// then in node order; together they have the request's Count healthy
+	// instances.
 	choices [][]devChoice
 }
 
@@ -153,7 +155,7 @@ type candidate struct {
 // filtered out.
 func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) (*candidate, string) {
 	if !n.Ready() {
-		return nil, reasonNodeNotReady
+		return nil, n.NotReadyReason()
 	}
 	if !datacenterAllowed(job.Datacenters, n.Datacenter) {
 		return nil, reasonDatacenter
@@ -189,11 +191,13 @@ func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) 
 		for i := range ask.devices {
 			da := &ask.devices[i]
 			first := len(c.choices)
+			healthy := 0
 			for gi, g := range groups {
-				if g == nil || !da.matches(g) || healthyCount(g) < da.req.Count {
+				if g == nil || !da.matches(g) {
 					continue
 				}
-				if da.share > 0 && g.MemoryMiB() < da.share {
+				h := healthyCount(g)
+				if h == 0 || (da.share > 0 && g.MemoryMiB() < da.share) {
 					continue
 				}
 				if !c.deviceConstraintsHold(n, g, da.req) {
@@ -206,8 +210,11 @@ func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) 
 					}
 				}
 				c.choices = append(c.choices, devChoice{group: gi, affinity: aff})
+				healthy += h
 			}
-			if len(c.choices) == first {
+			// A whole request may span the device groups that serve it
+			// (see pickDevices), so their healthy instances add up.
+			if len(c.choices) == first || (da.share == 0 && healthy < da.req.Count) {
 				c.choices = c.choices[:first]
 				c.choiceLists = c.choiceLists[:start]
 				return nil, "missing devices: " + da.req.Name

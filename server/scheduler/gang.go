@@ -30,8 +30,8 @@ func gangRestarts(a *structs.Allocation) int {
 // live. The gang stands when every index in [0, count) has a live
 // allocation (or, for a batch job, one that completed) and no member of the
 // latest attempt failed, was lost or, for a service job, exited. A
-// standing gang of an older job version is updated in place when only Meta
-// changed, else stopped and placed again whole. A gang that does not stand
+// standing gang of an older job version is updated in place when the change
+// cannot make its placement infeasible (placementUnaffected), else stopped and placed again whole. A gang that does not stand
 // has its live members stopped and every index placed again with the next
 // attempt number; when a member failed or was lost that counts as a
 // restart, and past structs.GangMaxRestarts nothing is placed (the group is
@@ -81,7 +81,7 @@ func reconcileGang(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Al
 		}
 		if !sameVersion(a, job) {
 			current = false
-			if !onlyMetaChanged(a.Job, job, tg.Name) {
+			if !placementUnaffected(a.Job, job, tg.Name) {
 				metaOnly = false
 			}
 		}

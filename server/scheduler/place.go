@@ -81,7 +81,7 @@ type groupScan struct {
 	scores  []float64
 	dims    []string
 	fitting int
-	taken   []int
+	sc      devScratch
 }
 
 func (c *evalCtx) newGroupScan(tg *structs.TaskGroup) *groupScan {
@@ -120,10 +120,7 @@ func (g *groupScan) visit() error {
 	if err != nil {
 		return fmt.Errorf("read allocations of node %s: %w", n.ID, err)
 	}
-	if len(u.free) > len(g.taken) {
-		g.taken = make([]int, len(u.free))
-	}
-	score, dim := fit(g.ask, cand, u, g.taken[:len(u.free)])
+	score, dim := fit(g.ask, cand, u, &g.sc)
 	g.cands = append(g.cands, cand)
 	g.usages = append(g.usages, u)
 	g.scores = append(g.scores, score)
@@ -183,6 +180,7 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 			m.CoalescedFailures = left - 1
 			m.Explanation = m.Explain()
 			if claimed, evicted := c.preempt(plan, g, left, out); claimed > 0 {
+				m.AwaitingStops = claimed
 				m.Explanation += fmt.Sprintf("; %d of %d will fit once allocations being stopped release their resources", claimed, left)
 				if evicted > 0 {
 					m.Explanation += fmt.Sprintf(" (%d preempted now)", evicted)
@@ -193,7 +191,10 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 			return nil
 		}
 		cand, u := g.cands[best], g.usages[best]
-		ar := assign(g.ask, cand, u, g.taken[:len(u.free)])
+		ar, err := assign(g.ask, cand, u, &g.sc)
+		if err != nil {
+			return err
+		}
 		a := &structs.Allocation{
 			ID:                 structs.GenerateUUID(),
 			Namespace:          c.job.Namespace,
@@ -214,7 +215,7 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 		plan.AppendAlloc(a)
 		placed = append(placed, a)
 		placedOn = append(placedOn, u)
-		g.scores[best], g.dims[best] = fit(g.ask, cand, u, g.taken[:len(u.free)])
+		g.scores[best], g.dims[best] = fit(g.ask, cand, u, &g.sc)
 		if g.dims[best] != "" {
 			g.fitting--
 		}

@@ -10,7 +10,8 @@ import (
 // each of them in turn, at the nodes that passed feasibility:
 //
 //  1. A node that would fit once the allocations already told to stop or
-//     be evicted (but still running, so still holding their GPUs) are gone
+//     be evicted, or stopped by this plan (but still running, so still
+//     holding their GPUs), are gone
 //     takes the allocation without evicting more; it is placed once they
 //     stop (the evaluation is blocked until capacity frees).
 //  2. Otherwise allocations of batch jobs whose priority is at least
@@ -32,18 +33,31 @@ import (
 // it evicted; for a gang that cannot be claimed whole, 0 and 0.
 func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt) (claimedN, evictedN int) {
 	prio := c.job.Priority
-	if prio-structs.PreemptPriorityDelta < structs.JobMinPriority {
-		return 0, 0
+	// A job too low in priority to evict anything can still wait for
+	// allocations being stopped (rule 1).
+	canEvict := prio-structs.PreemptPriorityDelta >= structs.JobMinPriority
+	// stopping reports whether an allocation is being stopped: told so
+	// already, or by this plan (a destructive update's old allocation).
+	stopping := func(a *structs.Allocation) bool {
+		if a.DesiredStatus != structs.AllocDesiredStatusRun {
+			return true
+		}
+		for _, b := range plan.NodeUpdate[a.NodeID] {
+			if b.ID == a.ID {
+				return true
+			}
+		}
+		return false
 	}
 	evictable := func(a *structs.Allocation) bool {
-		return a.DesiredStatus == structs.AllocDesiredStatusRun && a.Job != nil &&
+		return canEvict && !stopping(a) && a.Job != nil &&
 			a.Job.Type == structs.JobTypeBatch && a.Job.Priority <= prio-structs.PreemptPriorityDelta
 	}
 	// Only nodes with allocations being freed or evictable can help.
 	var useful []int
 	for i, u := range g.usages {
 		for _, a := range u.allocs {
-			if a.DesiredStatus != structs.AllocDesiredStatusRun || evictable(a) {
+			if stopping(a) || evictable(a) {
 				useful = append(useful, i)
 				break
 			}
@@ -62,7 +76,7 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 			// What is being stopped frees up, except what was evicted
 			// for a waiting job of higher priority (see reservations);
 			// when the state cannot tell, it stays held.
-			if a.DesiredStatus == structs.AllocDesiredStatusRun {
+			if !stopping(a) {
 				continue
 			}
 			if reserved, err := c.usage.reserve.reservedFor(a); err == nil && !reserved {
@@ -73,17 +87,18 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 		future[i] = f
 		return f
 	}
-	taken := make([]int, len(g.taken))
+	var sc devScratch
 	fits := func(i int, u *nodeUsage) bool {
-		if len(u.free) > len(taken) {
-			taken = make([]int, len(u.free))
-		}
-		_, dim := fit(g.ask, g.cands[i], u, taken[:len(u.free)])
+		_, dim := fit(g.ask, g.cands[i], u, &sc)
 		return dim == ""
 	}
 	claimed := 0
-	claim := func(i int, u *nodeUsage) {
-		assign(g.ask, g.cands[i], u, taken[:len(u.free)])
+	// claim takes the allocation's resources on the node's future usage;
+	// it is only called after fits, so assign cannot fail there, and if it
+	// did the allocation would just not be claimed.
+	claim := func(i int, u *nodeUsage) bool {
+		_, err := assign(g.ask, g.cands[i], u, &sc)
+		return err == nil
 	}
 	var evictions []*structs.Allocation
 	defer func() {
@@ -105,8 +120,7 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 		done := false
 		for _, i := range useful {
 			if f := futureOf(i); fits(i, f) {
-				claim(i, f)
-				done = true
+				done = claim(i, f)
 				break
 			}
 		}
@@ -167,7 +181,9 @@ func (c *evalCtx) preempt(plan *structs.Plan, g *groupScan, n int, out *attempt)
 				}
 			}
 		}
-		claim(bestI, bestU)
+		if !claim(bestI, bestU) {
+			return
+		}
 		future[bestI] = bestU
 	}
 	return // the deferred function sets the results

@@ -94,13 +94,15 @@ func randomJob(rng *rand.Rand, id string) *structs.Job {
 // then, and then the cluster settles (clients stop what the server stopped
 // or evicted, and every job is evaluated again, highest priority first,
 // until nothing changes). It checks, throughout, that no node and no GPU
-// instance is over-committed (memory shares included, with
-// structs.AllocsFit), that no gang is ever partly placed (each gang attempt
-// has all or none of its members), that reserved nodes hold only work
-// requiring their capability and opportunistic nodes only work that opted
-// in; and, once settled, that no queued allocation has room anywhere (an
-// independent greedy check finds no node, or for a gang no set of nodes,
-// where it fits).
+// instance is over-committed (memory shares included) and that every task
+// holds exactly the devices it asked for (oracle_test.go, written apart
+// from the scheduler and from structs.AllocsFit), that no gang is ever
+// partly placed (each gang attempt has all or none of its members), that
+// reserved nodes hold only work requiring their capability and
+// opportunistic nodes only work that opted in (oracleNodeClass, not
+// structs.NodeTakesGroup); and, once settled, that no queued allocation has
+// room anywhere (an independent greedy check finds no node, or for a gang
+// no set of nodes, where it fits).
 func TestPropertyRandomFleets(t *testing.T) {
 	workloads := 2000
 	if testing.Short() || raceEnabled {
@@ -267,7 +269,7 @@ func checkProperties(t *testing.T, h *harness) {
 	for _, a := range h.state.allocs {
 		n := h.state.nodes[a.NodeID]
 		tg := a.Job.LookupTaskGroup(a.TaskGroup)
-		if ok, reason := structs.NodeTakesGroup(n, structs.GroupRequires(a.Job, tg), structs.GroupAvailability(a.Job, tg)); !ok {
+		if reason := oracleNodeClass(n, a.Job, tg); reason != "" {
 			t.Fatalf("alloc %s on node %s (reserved %v, availability %q): %s", a.Name, n.ID, n.Reserved, n.Availability, reason)
 		}
 		if tg.Gang {
@@ -311,6 +313,48 @@ func batchLeft(h *harness, j *structs.Job) int {
 	return j.TaskGroups[0].Count - len(covered)
 }
 
+// oracleNodeClass returns why node n must not run group tg of job j, or "":
+// the class rules of website/docs/scheduling.md written out again. An
+// opportunistic node runs only groups that opt in (the group's
+// availability, else the job's); a node that reserves capabilities runs
+// only groups requiring one of them; a group requiring capabilities (the
+// job's and its own) runs only on nodes reserving all of them.
+func oracleNodeClass(n *structs.Node, j *structs.Job, tg *structs.TaskGroup) string {
+	avail := tg.Availability
+	if avail == "" {
+		avail = j.Availability
+	}
+	if n.Availability == structs.AvailabilityOpportunistic && avail != structs.AvailabilityOpportunistic {
+		return "opportunistic node runs a group that did not opt in"
+	}
+	need := map[string]bool{}
+	for _, r := range j.Requires {
+		need[r] = true
+	}
+	for _, r := range tg.Requires {
+		need[r] = true
+	}
+	reserved := map[string]bool{}
+	for _, r := range n.Reserved {
+		reserved[r] = true
+	}
+	if len(reserved) > 0 {
+		any := false
+		for r := range need {
+			any = any || reserved[r]
+		}
+		if !any {
+			return fmt.Sprintf("node reserved for %v runs a group requiring none of it", n.Reserved)
+		}
+	}
+	for r := range need {
+		if !reserved[r] {
+			return fmt.Sprintf("group requires %q, which the node does not offer", r)
+		}
+	}
+	return ""
+}
+
 // greedyFits is an oracle independent of the scheduler: it reports whether
 // n more allocations of the job's group fit on the cluster as it is,
 // trying nodes in ID order and, on each, the first free device instances.
@@ -328,7 +372,7 @@ func greedyFits(h *harness, j *structs.Job, n int) bool {
 		placed := false
 		for _, id := range ids {
 			node := h.state.nodes[id]
-			if ok, _ := structs.NodeTakesGroup(node, structs.GroupRequires(j, tg), structs.GroupAvailability(j, tg)); !ok {
+			if oracleNodeClass(node, j, tg) != "" || node.Status != structs.NodeStatusReady || node.SchedulingEligibility == structs.NodeSchedulingIneligible {
 				continue
 			}
 			existing := append(reservedView(h, j, h.state.byNode[id]), extra[id]...)
@@ -336,7 +380,7 @@ func greedyFits(h *harness, j *structs.Job, n int) bool {
 			if a == nil {
 				continue
 			}
-			if ok, _ := structs.AllocsFit(node, append(existing, a)); ok {
+			if len(oracleNodeProblems(node, append(existing, a))) == 0 {
 				extra[id] = append(extra[id], a)
 				placed = true
 				break
@@ -403,7 +447,7 @@ func greedyAlloc(node *structs.Node, j *structs.Job, existing []*structs.Allocat
 	for _, req := range task.Resources.Devices {
 		var got *structs.AllocatedDeviceResource
 		for _, g := range node.NodeResources.Devices {
-			if !g.Matches(req.Name) {
+			if !oracleDeviceMatches(g, req) {
 				continue
 			}
 			var ids []string
@@ -412,7 +456,7 @@ func greedyAlloc(node *structs.Node, j *structs.Job, existing []*structs.Allocat
 					continue
 				}
 				if req.MemoryMB > 0 {
-					if shared[in.ID]+int64(req.MemoryMB) <= g.MemoryMiB() {
+					if shared[in.ID]+int64(req.MemoryMB) <= oracleGroupMem(g) {
 						ids = []string{in.ID}
 						break
 					}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -43,9 +44,9 @@ func binPackScore(cpuUsed, cpuCap, memUsed, memCap int64) float64 {
 
 // fit reports whether one allocation of the group fits on the candidate
 // with usage u, and its score. dim names the first exhausted dimension
-// ("cpu", "memory", "devices: <request>") when it does not fit. taken is
-// scratch space, one entry per node device group.
-func fit(ask *groupAsk, cand *candidate, u *nodeUsage, taken []int) (score float64, dim string) {
+// ("cpu", "memory", "devices: <request>", "device memory: <request>") when
+// it does not fit. sc is scratch space (see pickDevices).
+func fit(ask *groupAsk, cand *candidate, u *nodeUsage, sc *devScratch) (score float64, dim string) {
 	if u.cpuUsed+ask.cpu > u.cpuCap {
 		return 0, "cpu"
 	}
@@ -58,23 +59,9 @@ func fit(ask *groupAsk, cand *candidate, u *nodeUsage, taken []int) (score float
 	}
 	var devAff float64
 	if len(ask.devices) > 0 {
-		clear(taken)
-		var extra map[int][]int64
-		for i, da := range ask.devices {
-			if da.share > 0 {
-				ch, _, ok := pickShare(cand.choices[i], u, taken, &extra, da.share)
-				if !ok {
-					return 0, dimDeviceMemory + da.req.Name
-				}
-				devAff += ch.affinity
-				continue
-			}
-			ch, ok := pickGroup(cand.choices[i], u, taken, da.req.Count)
-			if !ok {
-				return 0, "devices: " + da.req.Name
-			}
-			taken[ch.group] += da.req.Count
-			devAff += ch.affinity
+		devAff, dim = pickDevices(ask, cand, u, sc, false)
+		if dim != "" {
+			return 0, dim
 		}
 	}
 	score = binPackScore(u.cpuUsed+ask.cpu, u.cpuCap, u.memUsed+mem, u.memCap)
@@ -91,56 +78,17 @@ func fit(ask *groupAsk, cand *candidate, u *nodeUsage, taken []int) (score float
 	return score, ""
 }
 
-// pickGroup returns the first choice (best device affinity first) whose
-// group still has count free instances once taken are set aside.
-func pickGroup(choices []devChoice, u *nodeUsage, taken []int, count int) (devChoice, bool) {
-	for _, ch := range choices {
-		if u.free[ch.group]-taken[ch.group] >= count {
-			return ch, true
-		}
-	}
-	return devChoice{}, false
-}
-
 // dimDeviceMemory prefixes the exhausted dimension of a memory share that
 // fits no instance: "device memory: nvidia/gpu".
 const dimDeviceMemory = "device memory: "
 
-// pickShare returns the first choice (best device affinity first) with an
-// instance that has share MiB of memory left, not counting what *extra
-// (per group, per instance MiB) already set aside in this fit, and records
-// the share in *extra. An instance that was free becomes taken for whole
-// requests.
-func pickShare(choices []devChoice, u *nodeUsage, taken []int, extra *map[int][]int64, share int64) (devChoice, int, bool) {
-	for _, ch := range choices {
-		var ex []int64
-		if *extra != nil {
-			ex = (*extra)[ch.group]
-		}
-		ii := u.shareInstance(ch.group, share, ex)
-		if ii < 0 {
-			continue
-		}
-		if *extra == nil {
-			*extra = map[int][]int64{}
-		}
-		if ex == nil {
-			ex = make([]int64, len(u.node.NodeResources.Devices[ch.group].Instances))
-			(*extra)[ch.group] = ex
-		}
-		if ex[ii] == 0 && u.sharedAt(ch.group, ii) == 0 {
-			taken[ch.group]++
-		}
-		ex[ii] += share
-		return ch, ii, true
-	}
-	return devChoice{}, -1, false
-}
-
 // assign takes the group's resources on the candidate's node and returns
 // them per task. It must only be called after fit succeeded for the same
-// usage.
-func assign(ask *groupAsk, cand *candidate, u *nodeUsage, taken []int) *structs.AllocatedResources {
+// usage; it picks the devices again with the same function (pickDevices),
+// so it takes exactly what fit found room for. It returns an error, and
+// takes nothing, only when the devices do not fit after all (a bug: fit
+// was not called first).
+func assign(ask *groupAsk, cand *candidate, u *nodeUsage, sc *devScratch) (*structs.AllocatedResources, error) {
 	ar := &structs.AllocatedResources{Tasks: make(map[string]*structs.AllocatedTaskResources, len(ask.tg.Tasks))}
 	for _, t := range ask.tg.Tasks {
 		if t == nil {
@@ -152,45 +100,13 @@ func assign(ask *groupAsk, cand *candidate, u *nodeUsage, taken []int) *structs.
 		}
 		ar.Tasks[t.Name] = tr
 	}
-	clear(taken)
-	for i, da := range ask.devices {
-		if da.share > 0 {
-			var none map[int][]int64
-			ch, ii, ok := pickShare(cand.choices[i], u, taken, &none, da.share)
-			if !ok {
-				continue
-			}
-			clear(taken)
-			g := u.node.NodeResources.Devices[ch.group]
-			if u.shared[ch.group] == nil {
-				u.shared[ch.group] = make([]int64, len(g.Instances))
-			}
-			if u.shared[ch.group][ii] == 0 {
-				u.free[ch.group]--
-				u.gpuFree--
-			}
-			u.shared[ch.group][ii] += da.share
-			if u.unified {
-				u.memUsed += da.share
-			}
-			tr := ar.Tasks[da.task]
-			tr.Devices = append(tr.Devices, &structs.AllocatedDeviceResource{
-				Vendor: g.Vendor, Type: g.Type, Name: g.Name, DeviceIDs: []string{g.Instances[ii].ID}, MemoryMB: da.share,
-			})
-			continue
+	if len(ask.devices) > 0 {
+		if _, dim := pickDevices(ask, cand, u, sc, true); dim != "" {
+			return nil, fmt.Errorf("assign on node %s that does not fit (%s)", u.node.ID, dim)
 		}
-		ch, ok := pickGroup(cand.choices[i], u, taken, da.req.Count)
-		if !ok {
-			continue
-		}
-		g := u.node.NodeResources.Devices[ch.group]
-		ids := u.take(ch.group, da.req.Count)
-		tr := ar.Tasks[da.task]
-		tr.Devices = append(tr.Devices, &structs.AllocatedDeviceResource{
-			Vendor: g.Vendor, Type: g.Type, Name: g.Name, DeviceIDs: ids,
-		})
+		applyPicks(ask, u, sc, ar)
 	}
 	u.cpuUsed += ask.cpu
 	u.memUsed += ask.mem
-	return ar
+	return ar, nil
 }

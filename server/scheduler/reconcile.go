@@ -45,12 +45,14 @@ type reconcileResult struct {
 // allocations. The rules:
 //
 //   - A missing or stopped job stops every allocation that is not terminal.
-//   - Allocations of a group the job no longer has, of an index at or above
-//     the group's count, or duplicating an index, are stopped.
+//   - Allocations of a group the job no longer has are stopped.
+//   - A group keeps at most count allocations (see reconcileGroup for which
+//     ones when there are more, as after a scale-down).
 //   - A live allocation (desired run, not client-terminal) whose job's
-//     JobModifyIndex differs from the job's is updated: in place when only
-//     Meta changed (job, group or task Meta), else destructively (stop it
-//     and place a replacement at the same index). An allocation without a
+//     JobModifyIndex differs from the job's is updated: in place when the
+//     change cannot make its placement infeasible (placementUnaffected:
+//     Meta, affinities, count), else destructively (stop it and place a
+//     replacement at the same index). An allocation without a
 //     Job is taken to be of the current version.
 //   - A batch allocation of the current version that completed or failed
 //     keeps its index: it is never replaced (failed batch allocations are
@@ -111,82 +113,174 @@ func reconcile(job *structs.Job, allocs []*structs.Allocation, now int64) reconc
 			reconcileGang(job, tg, byGroup[tg.Name], &res)
 			continue
 		}
-		live := map[int]*structs.Allocation{}
-		kept := map[int]bool{}
-		previous := map[int]*structs.Allocation{}
-		// migrating holds allocations a node drain moves: they keep
-		// running, not counted live, until the drainer stops them once
-		// their replacement runs.
-		migrating := map[int]*structs.Allocation{}
-		// failed holds, with a reschedule policy, the failed allocations
-		// per index, oldest first.
-		failed := map[int][]*structs.Allocation{}
-		for _, a := range byGroup[tg.Name] {
-			idx := a.Index()
-			switch a.DesiredStatus {
-			case structs.AllocDesiredStatusStop, structs.AllocDesiredStatusEvict:
-				continue
-			}
-			if a.ClientTerminalStatus() && a.ClientStatus == structs.AllocClientStatusFailed && tg.ReschedulePolicy != nil {
-				failed[idx] = append(failed[idx], a)
-				continue
-			}
-			if a.ClientTerminalStatus() {
-				if job.Type == structs.JobTypeBatch && sameVersion(a, job) && a.ClientStatus != structs.AllocClientStatusLost {
-					kept[idx] = true
-				} else {
-					previous[idx] = a // the latest created wins
-				}
-				continue
-			}
-			if a.DesiredTransition.Migrate && idx < tg.Count && migrating[idx] == nil {
-				migrating[idx] = a
-				continue
-			}
-			if idx >= tg.Count || live[idx] != nil {
-				res.stops = append(res.stops, stopRequest{a, descNotNeeded})
-				continue
-			}
-			live[idx] = a
+		reconcileGroup(job, tg, byGroup[tg.Name], now, &res)
+	}
+	return res
+}
+
+// Usefulness ranks of a live allocation competing for a group's slots: one
+// being migrated off a draining node is stopped before one still pending,
+// which is stopped before one running (see reconcileGroup).
+const (
+	rankMigrating = iota
+	rankPending
+	rankRunning
+)
+
+func usefulness(a *structs.Allocation) int {
+	switch {
+	case a.DesiredTransition.Migrate:
+		return rankMigrating
+	case a.ClientStatus == structs.AllocClientStatusRunning:
+		return rankRunning
+	}
+	return rankPending
+}
+
+// reconcileGroup reconciles one group that is not a gang. The group has
+// count slots, the indexes [0, count), less those whose batch allocation of
+// the current version completed (its result stands). The live allocations
+// (desired run, not client-terminal, including ones a drain migrates)
+// compete for the slots, whatever their index: when there are more than
+// slots, the most useful are kept (running, then pending, then migrating;
+// ties to the lower index, then the older allocation) and the rest are
+// stopped, so a scale-down gives up failed, migrating and pending
+// allocations before running ones (Nomad fixed the same for #27906). A kept
+// allocation keeps its own index when that is a slot, else it takes the
+// lowest free slot (its name keeps its index: a slot is a place in the
+// count, not a name). A slot a failed allocation holds (no reschedule left,
+// or its delay not passed) is taken by a live allocation before any is
+// stopped. A kept allocation that a drain migrates gets a replacement at its
+// slot. A slot left without a live allocation is placed, unless a failed
+// allocation is kept there.
+func reconcileGroup(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocation, now int64, res *reconcileResult) {
+	// done marks slots whose batch allocation of the current version
+	// completed; keptFailed those a failed allocation keeps (no
+	// reschedule left, or waiting for its delay: waitDue).
+	done := map[int]bool{}
+	keptFailed := map[int]bool{}
+	waitDue := map[int]int64{}
+	previous := map[int]*structs.Allocation{}
+	// failed holds, with a reschedule policy, the failed allocations
+	// per index, oldest first.
+	failed := map[int][]*structs.Allocation{}
+	// migrating holds, per slot, the allocation a node drain moves: it
+	// keeps running, not counted, until the drainer stops it once its
+	// replacement runs.
+	migrating := map[int]*structs.Allocation{}
+	isSlot := func(idx int) bool { return idx >= 0 && idx < tg.Count && !done[idx] }
+	var cands []*structs.Allocation
+	for _, a := range allocs {
+		idx := a.Index()
+		switch a.DesiredStatus {
+		case structs.AllocDesiredStatusStop, structs.AllocDesiredStatusEvict:
+			continue
 		}
-		for idx, fs := range failed {
-			if !rescheduleAllowed(tg.ReschedulePolicy, fs) {
-				kept[idx] = true
-				continue
-			}
-			newest := fs[len(fs)-1]
-			if due := rescheduleDue(tg.ReschedulePolicy, fs); due > now {
-				kept[idx] = true
-				if live[idx] == nil && idx < tg.Count && (res.rescheduleAt == 0 || due < res.rescheduleAt) {
-					res.rescheduleAt = due
-				}
-				continue
-			}
-			previous[idx] = newest
+		if a.ClientTerminalStatus() && a.ClientStatus == structs.AllocClientStatusFailed && tg.ReschedulePolicy != nil {
+			failed[idx] = append(failed[idx], a)
+			continue
 		}
-		for idx := 0; idx < tg.Count; idx++ {
-			a := live[idx]
+		if a.ClientTerminalStatus() {
 			switch {
-			case a == nil:
-				if !kept[idx] {
-					prev := previous[idx]
-					if m := migrating[idx]; m != nil {
-						prev = m
-					}
-					res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: prev})
-				}
-			case sameVersion(a, job):
-			case onlyMetaChanged(a.Job, job, tg.Name):
-				u := a.Copy()
-				u.Job = job
-				res.inplace = append(res.inplace, u)
+			case job.Type == structs.JobTypeBatch && sameVersion(a, job) && a.ClientStatus == structs.AllocClientStatusComplete:
+				done[idx] = true
+			case job.Type == structs.JobTypeBatch && sameVersion(a, job) && a.ClientStatus != structs.AllocClientStatusLost:
+				keptFailed[idx] = true
 			default:
-				res.stops = append(res.stops, stopRequest{a, descUpdating})
-				res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: a})
+				previous[idx] = a // the latest created wins
+			}
+			continue
+		}
+		if a.DesiredTransition.Migrate && isSlot(idx) && migrating[idx] == nil {
+			migrating[idx] = a
+			continue
+		}
+		cands = append(cands, a)
+	}
+	for idx, fs := range failed {
+		if !rescheduleAllowed(tg.ReschedulePolicy, fs) {
+			keptFailed[idx] = true
+			continue
+		}
+		if due := rescheduleDue(tg.ReschedulePolicy, fs); due > now {
+			keptFailed[idx] = true
+			waitDue[idx] = due
+			continue
+		}
+		previous[idx] = fs[len(fs)-1]
+	}
+	slots := 0
+	for idx := 0; idx < tg.Count; idx++ {
+		if isSlot(idx) {
+			slots++
+		}
+	}
+	// The most useful first; allocs is in creation order, so a stable
+	// sort leaves the older of two equal allocations first.
+	sort.SliceStable(cands, func(i, j int) bool {
+		ui, uj := usefulness(cands[i]), usefulness(cands[j])
+		if ui != uj {
+			return ui > uj
+		}
+		return cands[i].Index() < cands[j].Index()
+	})
+	if len(cands) > slots {
+		for _, a := range cands[slots:] {
+			res.stops = append(res.stops, stopRequest{a, descNotNeeded})
+		}
+		cands = cands[:slots]
+	}
+	held := map[int]*structs.Allocation{}
+	var homeless []*structs.Allocation
+	for _, a := range cands {
+		if idx := a.Index(); isSlot(idx) && held[idx] == nil {
+			held[idx] = a
+			continue
+		}
+		homeless = append(homeless, a)
+	}
+	// Homeless allocations take the free slots, those a migrating
+	// allocation holds last: it is then not needed and stopped.
+	for pass := 0; pass < 2; pass++ {
+		for idx := 0; idx < tg.Count && len(homeless) > 0; idx++ {
+			if !isSlot(idx) || held[idx] != nil || (migrating[idx] != nil) != (pass == 1) {
+				continue
+			}
+			held[idx], homeless = homeless[0], homeless[1:]
+			if m := migrating[idx]; m != nil {
+				res.stops = append(res.stops, stopRequest{m, descNotNeeded})
+				delete(migrating, idx)
 			}
 		}
 	}
-	return res
+	for idx := 0; idx < tg.Count; idx++ {
+		if !isSlot(idx) {
+			continue
+		}
+		a := held[idx]
+		switch {
+		case a == nil && migrating[idx] != nil:
+			res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: migrating[idx]})
+		case a == nil:
+			if due := waitDue[idx]; due > 0 && (res.rescheduleAt == 0 || due < res.rescheduleAt) {
+				res.rescheduleAt = due
+			}
+			if !keptFailed[idx] {
+				res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: previous[idx]})
+			}
+		case a.DesiredTransition.Migrate:
+			// A migrating allocation that took a free slot is moved too.
+			res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: a})
+		case sameVersion(a, job):
+		case placementUnaffected(a.Job, job, tg.Name):
+			u := a.Copy()
+			u.Job = job
+			res.inplace = append(res.inplace, u)
+		default:
+			res.stops = append(res.stops, stopRequest{a, descUpdating})
+			res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: a})
+		}
+	}
 }
 
 // sameVersion reports whether the allocation runs the job's current
@@ -195,10 +289,15 @@ func sameVersion(a *structs.Allocation, job *structs.Job) bool {
 	return a.Job == nil || a.Job.JobModifyIndex == job.JobModifyIndex
 }
 
-// onlyMetaChanged reports whether old and cur differ, for the group, only in
-// Meta (job, group or task) and the group's count, so running allocations
-// can be updated in place.
-func onlyMetaChanged(old, cur *structs.Job, group string) bool {
+// placementUnaffected reports whether old and cur differ, for the group,
+// only in what cannot make a placement made for old infeasible: Meta (job,
+// group or task), affinities (job, group, task or device; they only rank
+// nodes), the group's count, and job fields that do not place (priority,
+// name, bookkeeping). The node class demands (GroupRequires,
+// GroupAvailability), datacenters, constraints, drivers and resources must
+// be the same. Allocations of old can then be updated in
+// place, keeping their node and devices.
+func placementUnaffected(old, cur *structs.Job, group string) bool {
 	if old == nil || cur == nil {
 		return false
 	}
@@ -207,19 +306,33 @@ func onlyMetaChanged(old, cur *structs.Job, group string) bool {
 		return false
 	}
 	if old.Type != cur.Type || !slices.Equal(old.Datacenters, cur.Datacenters) ||
-		!reflect.DeepEqual(old.Constraints, cur.Constraints) || !reflect.DeepEqual(old.Affinities, cur.Affinities) {
+		!reflect.DeepEqual(old.Constraints, cur.Constraints) ||
+		!slices.Equal(structs.GroupRequires(old, a), structs.GroupRequires(cur, b)) ||
+		structs.GroupAvailability(old, a) != structs.GroupAvailability(cur, b) {
 		return false
 	}
-	return reflect.DeepEqual(withoutMeta(a), withoutMeta(b))
+	return reflect.DeepEqual(placementShape(a), placementShape(b))
 }
 
-func withoutMeta(tg *structs.TaskGroup) *structs.TaskGroup {
+// placementShape returns a copy of tg without what placementUnaffected
+// ignores.
+func placementShape(tg *structs.TaskGroup) *structs.TaskGroup {
 	c := tg.Copy()
 	c.Meta = nil
 	c.Count = 0
+	c.Affinities = nil
 	for _, t := range c.Tasks {
-		if t != nil {
-			t.Meta = nil
+		if t == nil {
+			continue
+		}
+		t.Meta = nil
+		t.Affinities = nil
+		if t.Resources != nil {
+			for _, d := range t.Resources.Devices {
+				if d != nil {
+					d.Affinities = nil
+				}
+			}
 		}
 	}
 	return c

@@ -288,10 +288,10 @@ func TestFeasibility(t *testing.T) {
 	}{
 		{"driver missing", func(n *structs.Node, j *structs.Job) { delete(n.Drivers, "native") }, `missing driver "native"`},
 		{"driver unhealthy", func(n *structs.Node, j *structs.Job) { n.Drivers["native"].Healthy = false }, `missing driver "native"`},
-		{"node down", func(n *structs.Node, j *structs.Job) { n.Status = structs.NodeStatusDown }, reasonNodeNotReady},
+		{"node down", func(n *structs.Node, j *structs.Job) { n.Status = structs.NodeStatusDown }, "node down"},
 		{"node ineligible", func(n *structs.Node, j *structs.Job) {
 			n.SchedulingEligibility = structs.NodeSchedulingIneligible
-		}, reasonNodeNotReady},
+		}, "node ineligible"},
 		{"datacenter", func(n *structs.Node, j *structs.Job) { j.Datacenters = []string{"dc2"} }, reasonDatacenter},
 		{"no gpus", func(n *structs.Node, j *structs.Job) { n.NodeResources.Devices = nil }, "missing devices: nvidia/gpu"},
 		{"unhealthy gpu", func(n *structs.Node, j *structs.Job) {

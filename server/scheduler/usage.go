@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"slices"
-	"sort"
 
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -175,56 +174,6 @@ func (u *nodeUsage) release(ar *structs.AllocatedResources) {
 	}
 	u.add(ar, -1)
 	u.recount()
-}
-
-// shareInstance returns the healthy instance of device group gi, not held
-// whole, with the least memory left that still fits mib once extra (MiB
-// tentatively taken per instance, aligned with Instances; may be nil) is
-// set aside, ties going to the lowest ID; or -1.
-func (u *nodeUsage) shareInstance(gi int, mib int64, extra []int64) int {
-	g := u.node.NodeResources.Devices[gi]
-	best, bestLeft := -1, int64(0)
-	for ii, in := range g.Instances {
-		if in == nil || !in.Healthy || u.busy[gi][ii] {
-			continue
-		}
-		left := u.groupMem[gi] - u.sharedAt(gi, ii) - mib
-		if extra != nil {
-			left -= extra[ii]
-		}
-		if left < 0 {
-			continue
-		}
-		if best < 0 || left < bestLeft || (left == bestLeft && in.ID < g.Instances[best].ID) {
-			best, bestLeft = ii, left
-		}
-	}
-	return best
-}
-
-// take marks count free healthy instances of device group gi as used and
-// returns their IDs, lowest-sorted first. It returns fewer when fewer are
-// free.
-func (u *nodeUsage) take(gi, count int) []string {
-	g := u.node.NodeResources.Devices[gi]
-	idx := make([]int, 0, len(g.Instances))
-	for ii, in := range g.Instances {
-		if in != nil && in.Healthy && !u.busy[gi][ii] && u.sharedAt(gi, ii) == 0 {
-			idx = append(idx, ii)
-		}
-	}
-	sort.Slice(idx, func(a, b int) bool { return g.Instances[idx[a]].ID < g.Instances[idx[b]].ID })
-	if len(idx) > count {
-		idx = idx[:count]
-	}
-	out := make([]string, len(idx))
-	for k, ii := range idx {
-		u.busy[gi][ii] = true
-		out[k] = g.Instances[ii].ID
-	}
-	u.free[gi] -= len(idx)
-	u.gpuFree -= len(idx)
-	return out
 }
 
 // usageIndex caches nodeUsage per node for one evaluation attempt, reading
