@@ -1,7 +1,9 @@
 package http
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strings"
@@ -25,10 +27,16 @@ type taskEventRow struct {
 type taskStateRow struct {
 	Name, Driver, State string
 	Failed              bool
-	Restarts            uint64
-	CPU, MemoryMB       int
-	Started, Finished   string
-	Events              []taskEventRow
+	// LogType is the stream the log pane opens on: "stderr" when the
+	// task failed and its stderr holds something (the error), else
+	// "stdout". LogPrefer is "stderr" when the page could not read the
+	// logs itself (the node is another agent's): the script then opens
+	// stderr when it is not empty.
+	LogType, LogPrefer string
+	Restarts           uint64
+	CPU, MemoryMB      int
+	Started, Finished  string
+	Events             []taskEventRow
 }
 
 type allocView struct {
@@ -40,6 +48,10 @@ type allocView struct {
 	// RemoteStats is set when the allocation's node is not this agent's
 	// client: the page reads its telemetry through /v1/client/stats.
 	RemoteStats bool
+	// Released is set when the allocation no longer holds its GPUs (its
+	// client reported it finished): their telemetry now belongs to whichever
+	// allocation holds them, so the page shows none.
+	Released bool
 }
 
 // pollMillis is the local client's GPU sampling period in milliseconds
@@ -105,19 +117,34 @@ func (u *ui) allocPage(r *http.Request) (string, pageData, error) {
 	for _, name := range extra {
 		tasks = append(tasks, &structs.Task{Name: name})
 	}
-	stats := u.localStats(a.NodeID)
-	v.RemoteStats = stats == nil
+	// Telemetry is the device's now: it describes this allocation only
+	// while the allocation still holds the device (until its client
+	// reports it finished, even when it is being stopped).
+	v.Released = !a.HoldsResources()
+	var stats map[string]*structs.DeviceStats
+	if !v.Released {
+		stats = u.localStats(a.NodeID)
+		v.RemoteStats = stats == nil
+	}
 	for _, t := range tasks {
 		if t == nil {
 			continue
 		}
-		row := taskStateRow{Name: t.Name, Driver: t.Driver, State: structs.TaskStatePending}
+		row := taskStateRow{Name: t.Name, Driver: t.Driver, State: structs.TaskStatePending, LogType: "stdout"}
 		if t.Resources != nil {
 			row.CPU, row.MemoryMB = t.Resources.CPU, t.Resources.MemoryMB
 		}
 		if ts := a.TaskStates[t.Name]; ts != nil {
 			row.State, row.Failed, row.Restarts = ts.State, ts.Failed, ts.Restarts
 			row.Started, row.Finished = fmtNanoTimeOpt(ts.StartedAt), fmtNanoTimeOpt(ts.FinishedAt)
+			if ts.Failed {
+				switch u.localLogEmpty(r, a, t.Name, "stderr") {
+				case logHasOutput:
+					row.LogType = "stderr"
+				case logUnknown:
+					row.LogPrefer = "stderr"
+				}
+			}
 			for i := len(ts.Events) - 1; i >= 0; i-- {
 				e := ts.Events[i]
 				if e == nil {
@@ -225,4 +252,41 @@ func (u *ui) canRestart() restartRoute {
 		}
 	}
 	return restartRoute{}
+}
+
+// logState is what the page knows of a task's log stream.
+type logState int
+
+const (
+	// logUnknown: the log is on another agent's node (or unreadable);
+	// the page's script finds out.
+	logUnknown logState = iota
+	// logEmpty: the stream holds nothing.
+	logEmpty
+	// logHasOutput: the stream holds at least one byte.
+	logHasOutput
+)
+
+// localLogEmpty reads at most one byte of a task's logType stream from
+// this agent's client, when the allocation runs on it.
+func (u *ui) localLogEmpty(r *http.Request, a *structs.Allocation, task, logType string) logState {
+	if u.h.client == nil {
+		return logUnknown
+	}
+	if n := u.h.client.Node(); n == nil || n.ID != a.NodeID {
+		return logUnknown
+	}
+	rc, err := u.h.client.AllocLogs(r.Context(), a.ID, task, logType, false)
+	if err != nil {
+		if errors.Is(err, structs.ErrNotFound) {
+			return logEmpty
+		}
+		return logUnknown
+	}
+	defer rc.Close()
+	var b [1]byte
+	if n, _ := io.ReadFull(rc, b[:]); n > 0 {
+		return logHasOutput
+	}
+	return logEmpty
 }
