@@ -26,7 +26,7 @@ func xssFixture(t *testing.T) (*fakeServer, string) {
 		TaskStates: map[string]*structs.TaskState{"main": {State: "running", Events: []*structs.TaskEvent{{Type: xssText, Message: xssText}}}}}
 	fs.evals["e-xss"] = &structs.Evaluation{ID: "e-xss", JobID: job.ID, Status: "blocked", StatusDescription: xssText,
 		QueuedAllocations: map[string]int{"web": 1},
-		FailedTGAllocs: map[string]*structs.AllocMetric{"web": {NodesEvaluated: 1, NodesExhausted: 1, DimensionExhausted: map[string]int{xssText: 1}}}}
+		FailedTGAllocs:    map[string]*structs.AllocMetric{"web": {NodesEvaluated: 1, NodesExhausted: 1, DimensionExhausted: map[string]int{xssText: 1}}}}
 	fs.nodes["node-1"].Name = xssText
 	return fs, ts.URL
 }
