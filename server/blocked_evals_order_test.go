@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"testing"
 	"time"
 )
@@ -27,7 +28,7 @@ func TestBlockedEvals_UnblockOrder(t *testing.T) {
 		blocked.Block(ev)
 	}
 	blocked.Unblock(20)
-	waitFor(t, time.Second, "five ready evals", func() bool { return broker.Stats().TotalReady == len(evals) })
+	waittest.Until(t, time.Second, "five ready evals", func() bool { return broker.Stats().TotalReady == len(evals) })
 	want := []string{"high-old", "high-new", "mid-old", "mid-new", "low-old"}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

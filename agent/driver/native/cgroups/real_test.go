@@ -3,6 +3,7 @@ package cgroups
 import (
 	"errors"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,18 +48,6 @@ func removeParents(t *testing.T, m *Manager) {
 			}
 		}
 	})
-}
-
-// waitFor polls cond every 10 ms until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func pidGone(pid int) bool {
@@ -198,7 +187,7 @@ func TestV1StartStoppedInsideFromTheStart(t *testing.T) {
 	}
 	go func() { _ = cmd.Wait() }()
 	var child int
-	waitFor(t, 5*time.Second, "the child's pid", func() bool {
+	waittest.Until(t, 5*time.Second, "the child's pid", func() bool {
 		child, _ = strconv.Atoi(strings.TrimSpace(out.String()))
 		return child > 0
 	})
@@ -209,7 +198,7 @@ func TestV1StartStoppedInsideFromTheStart(t *testing.T) {
 	if err := c.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the forked child gone", func() bool { return pidGone(child) })
+	waittest.Until(t, 5*time.Second, "the forked child gone", func() bool { return pidGone(child) })
 
 	// A placement whose directory is gone: the task is killed, never let
 	// run outside.
@@ -253,7 +242,7 @@ func TestV1KillFindsEscapedProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		waitFor(t, 5*time.Second, "pid "+strconv.Itoa(pid)+" gone", func() bool { return pidGone(pid) })
+		waittest.Until(t, 5*time.Second, "pid "+strconv.Itoa(pid)+" gone", func() bool { return pidGone(pid) })
 	}
 }
 
@@ -293,7 +282,7 @@ func TestUnifiedRealPlacementAndKill(t *testing.T) {
 		t.Fatalf("this process is in the task cgroup: %s", own)
 	}
 	var pids []int
-	waitFor(t, 5*time.Second, "shell and its child in cgroup.procs", func() bool {
+	waittest.Until(t, 5*time.Second, "shell and its child in cgroup.procs", func() bool {
 		pids, _ = c.Procs()
 		return len(pids) == 2
 	})
@@ -310,7 +299,7 @@ func TestUnifiedRealPlacementAndKill(t *testing.T) {
 		t.Fatalf("shell ended with %v, want killed", err)
 	}
 	for _, pid := range pids {
-		waitFor(t, 5*time.Second, "pid "+strconv.Itoa(pid)+" gone", func() bool { return pidGone(pid) })
+		waittest.Until(t, 5*time.Second, "pid "+strconv.Itoa(pid)+" gone", func() bool { return pidGone(pid) })
 	}
 	if err := c.Destroy(); err != nil {
 		t.Fatal(err)
