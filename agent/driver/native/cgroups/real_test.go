@@ -1,6 +1,7 @@
 package cgroups
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
@@ -180,17 +181,19 @@ func TestV1StartStoppedInsideFromTheStart(t *testing.T) {
 	}
 	// A child forked at once, in a session of its own, is inside too.
 	cmd := exec.Command("/bin/sh", "-c", "setsid /bin/sleep 60 & echo $!; wait")
-	var out strings.Builder
-	cmd.Stdout = &out
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := c.Placement().StartStopped(cmd); err != nil {
 		t.Fatal(err)
 	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	child, aerr := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || aerr != nil || child <= 0 {
+		t.Fatalf("the child's pid: %q (%v, %v)", line, err, aerr)
+	}
 	go func() { _ = cmd.Wait() }()
-	var child int
-	waittest.Until(t, 5*time.Second, "the child's pid", func() bool {
-		child, _ = strconv.Atoi(strings.TrimSpace(out.String()))
-		return child > 0
-	})
 	pids, err := c.Procs()
 	if err != nil || !slices.Contains(pids, child) {
 		t.Fatalf("cgroup procs %v (%v), want the forked child %d", pids, err, child)
@@ -204,13 +207,13 @@ func TestV1StartStoppedInsideFromTheStart(t *testing.T) {
 	// run outside.
 	bad := c.Placement()
 	bad.Dirs = append([]string{filepath.Join(t.TempDir(), "no-such-cgroup")}, bad.Dirs...)
-	cmd = exec.Command("/bin/sleep", "60")
-	err = bad.StartStopped(cmd)
+	sleep := exec.Command("/bin/sleep", "60")
+	err = bad.StartStopped(sleep)
 	if err == nil || !strings.Contains(err.Error(), "no-such-cgroup") {
 		t.Fatalf("StartStopped into a missing cgroup: %v", err)
 	}
-	if cmd.Process != nil && !pidGone(cmd.Process.Pid) {
-		t.Fatalf("task %d left running after a failed placement", cmd.Process.Pid)
+	if sleep.Process != nil && !pidGone(sleep.Process.Pid) {
+		t.Fatalf("task %d left running after a failed placement", sleep.Process.Pid)
 	}
 }
 
