@@ -12,28 +12,59 @@ import (
 )
 
 // importRules is ARCHITECTURE.md's package table: for each package (a
-// prefix match on the path inside the module), the module packages it may
-// import directly. Packages ending in "test" (statetest, servertest,
-// clienttest) may import anything, as may _test.go files.
+// prefix match on the path inside the module, first match wins), the
+// module packages it may import directly and, where the table names them,
+// the third-party modules it may import (third; nil with anyThird false
+// means the standard library only). Packages ending in "test" (statetest,
+// servertest, clienttest) may import anything, as may _test.go files; no
+// other package's non-test code may import a "*test" package.
 var importRules = []struct {
 	pkg     string
 	allowed []string
+	// third lists the third-party import path prefixes the package may
+	// use; anyThird lets it use any (the table names none for its row).
+	third    []string
+	anyThird bool
 }{
-	{"structs", nil},
-	{"state", []string{"structs"}},
-	{"server/fsm", []string{"structs", "state"}},
-	{"server/scheduler", []string{"structs"}},
-	{"server", []string{"server/fsm", "server/scheduler", "state", "structs"}},
-	{"agent/http", []string{"server", "nomadish", "website", "structs"}},
-	{"agent/client", []string{"agent/driver", "agent/client", "structs"}},
-	{"agent/driver", []string{"agent/driver", "structs"}},
-	{"agent", []string{"agent", "server", "state", "structs", "nomadish", "website"}},
-	{"nomadish/api", nil},
-	{"nomadish/jobspec", []string{"nomadish/api"}},
-	{"nomadish/convert", []string{"nomadish/api", "structs"}},
-	{"command", []string{"nomadish", "agent", "command"}},
-	{"website", nil},
-	{"", []string{"command"}}, // main
+	// "stdlib + msgpack only".
+	{pkg: "structs", third: []string{msgpackModule}},
+	{pkg: "state", allowed: []string{"structs"}, third: []string{"github.com/hashicorp/go-memdb", msgpackModule}},
+	{pkg: "server/fsm", allowed: []string{"structs", "state"}, third: []string{"github.com/hashicorp/go-hclog", "github.com/hashicorp/raft", msgpackModule}},
+	// "Pure placement ... No I/O, no clocks": nothing beyond the
+	// standard library.
+	{pkg: "server/scheduler", allowed: []string{"structs"}},
+	{pkg: "server", allowed: []string{"server/fsm", "server/scheduler", "state", "structs"}, anyThird: true},
+	{pkg: "agent/http", allowed: []string{"server", "nomadish", "website", "structs"}, anyThird: true},
+	{pkg: "agent/client", allowed: []string{"agent/driver", "agent/client", "structs"}, anyThird: true},
+	{pkg: "agent/driver", allowed: []string{"agent/driver", "structs"}, anyThird: true},
+	{pkg: "agent", allowed: []string{"agent", "server", "state", "structs", "nomadish", "website"}, anyThird: true},
+	// "stdlib only".
+	{pkg: "nomadish/api"},
+	{pkg: "nomadish/jobspec", allowed: []string{"nomadish/api"}, third: []string{"github.com/hashicorp/hcl/v2", "github.com/zclconf/go-cty"}},
+	{pkg: "nomadish/convert", allowed: []string{"nomadish/api", "structs"}},
+	// "on hashicorp/cli ... thin: flags, nomadish/api, rendering": no
+	// HCL (jobspec parses), go-hclog for the agent command, x/term to
+	// tell a terminal.
+	{pkg: "command", allowed: []string{"nomadish", "agent", "command"}, third: []string{"github.com/hashicorp/cli", "github.com/hashicorp/go-hclog", "golang.org/x/term"}},
+	// "stdlib only".
+	{pkg: "website"},
+	{pkg: "", allowed: []string{"command"}}, // main
+}
+
+// msgpackModule is the msgpack codec structs, state and the FSM use.
+const msgpackModule = "github.com/hashicorp/go-msgpack/v2"
+
+// isStdlib reports whether an import path is the standard library's: its
+// first element has no dot.
+func isStdlib(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
+}
+
+// isTestHelper reports whether a module package path is a test helper
+// ("state/statetest"): its last element ends in "test".
+func isTestHelper(rel string) bool {
+	return strings.HasSuffix(rel[strings.LastIndex(rel, "/")+1:], "test")
 }
 
 const modulePath = "github.com/gpulayer/gpulayer"
@@ -62,14 +93,14 @@ func TestImportBoundaries(t *testing.T) {
 			t.Fatal(err)
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, modulePath), "/")
-		if strings.HasSuffix(rel, "test") {
+		if isTestHelper(rel) {
 			continue
 		}
-		var allowed []string
-		found := false
+		var allowed, third []string
+		anyThird, found := false, false
 		for _, r := range importRules {
 			if under(rel, r.pkg) || r.pkg == "" && rel == "" {
-				allowed, found = r.allowed, true
+				allowed, third, anyThird, found = r.allowed, r.third, r.anyThird, true
 				break
 			}
 		}
@@ -80,9 +111,25 @@ func TestImportBoundaries(t *testing.T) {
 		checked++
 		for _, imp := range p.Imports {
 			if !strings.HasPrefix(imp, modulePath+"/") {
+				if isStdlib(imp) || anyThird {
+					continue
+				}
+				ok := false
+				for _, tp := range third {
+					if imp == tp || strings.HasPrefix(imp, tp+"/") {
+						ok = true
+					}
+				}
+				if !ok {
+					t.Errorf("%s imports the third-party %s, which its row in ARCHITECTURE.md does not allow", rel, imp)
+				}
 				continue
 			}
 			irel := strings.TrimPrefix(imp, modulePath+"/")
+			if isTestHelper(irel) {
+				t.Errorf("%s imports the test helper %s outside a _test.go file", rel, irel)
+				continue
+			}
 			ok := false
 			for _, a := range allowed {
 				if under(irel, a) {

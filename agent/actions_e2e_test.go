@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,7 +52,7 @@ func TestE2EAllocActions(t *testing.T) {
 	if len(ids) != 1 {
 		t.Fatalf("devices %v", ids)
 	}
-	waitFor(t, 10*time.Second, "task output", func() (bool, string) {
+	waittest.For(t, 10*time.Second, "task output", func() (bool, string) {
 		out := a.logs(alloc.ID, "main")
 		return strings.Contains(out, "line3"), out
 	})
@@ -80,7 +81,7 @@ func TestE2EAllocActions(t *testing.T) {
 	if out, code := a.cli("alloc", "signal", "-s", "HUP", alloc.ID, "main"); code != 0 {
 		t.Fatalf("alloc signal: %d %s", code, out)
 	}
-	waitFor(t, 10*time.Second, "signal reached the task", func() (bool, string) {
+	waittest.For(t, 10*time.Second, "signal reached the task", func() (bool, string) {
 		out := a.logs(alloc.ID, "main")
 		return strings.Contains(out, "got HUP"), out
 	})
@@ -90,7 +91,7 @@ func TestE2EAllocActions(t *testing.T) {
 	if out, code := a.cli("alloc", "restart", alloc.ID); code != 0 {
 		t.Fatalf("alloc restart: %d %s", code, out)
 	}
-	waitFor(t, 15*time.Second, "task restarted", func() (bool, string) {
+	waittest.For(t, 15*time.Second, "task restarted", func() (bool, string) {
 		var al structs.Allocation
 		a.getJSON("/v1/allocation/"+alloc.ID, &al)
 		ts := al.TaskStates["main"]
@@ -105,7 +106,7 @@ func TestE2EAllocActions(t *testing.T) {
 	}
 	// One node: the replacement cannot be placed, so the allocation runs
 	// until the deadline and is then stopped.
-	waitFor(t, 20*time.Second, "drain deadline stops the allocation", func() (bool, string) {
+	waittest.For(t, 20*time.Second, "drain deadline stops the allocation", func() (bool, string) {
 		var al structs.Allocation
 		a.getJSON("/v1/allocation/"+alloc.ID, &al)
 		return al.DesiredStatus == structs.AllocDesiredStatusStop && al.ClientTerminalStatus(), al.DesiredStatus + "/" + al.ClientStatus

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"io"
 	"net/http"
 	"strings"
@@ -60,7 +61,7 @@ func TestClientOnlyAgentOverHTTP(t *testing.T) {
 	cl := startAgent(t, ccfg)
 
 	var nodes []*structs.Node
-	waitFor(t, 20*time.Second, "the client node registered", func() (bool, string) {
+	waittest.For(t, 20*time.Second, "the client node registered", func() (bool, string) {
 		nodes = nil
 		if err := getJSON(srvURL+"/v1/nodes", &nodes); err != nil {
 			return false, err.Error()
@@ -90,7 +91,7 @@ func TestClientOnlyAgentOverHTTP(t *testing.T) {
 		t.Fatalf("PUT /v1/jobs: %d %s", code, body)
 	}
 	var alloc *structs.Allocation
-	waitFor(t, 30*time.Second, "the allocation complete", func() (bool, string) {
+	waittest.For(t, 30*time.Second, "the allocation complete", func() (bool, string) {
 		var allocs []*structs.Allocation
 		if err := getJSON(srvURL+"/v1/job/over-http/allocations", &allocs); err != nil {
 			return false, err.Error()

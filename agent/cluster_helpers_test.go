@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"io"
 	"net/http"
 	"os/exec"
@@ -201,7 +202,7 @@ func startCluster(t testing.TB, nServers, nClients, gpusPerClient int) *testClus
 		p.start()
 	}
 	if nClients > 0 {
-		waitFor(t, 60*time.Second, fmt.Sprintf("%d client nodes ready", nClients), func() (bool, string) {
+		waittest.For(t, 60*time.Second, fmt.Sprintf("%d client nodes ready", nClients), func() (bool, string) {
 			var nodes []struct{ ID, Name, Status string }
 			if err := c.get(c.servers[0], "/v1/nodes", &nodes); err != nil {
 				return false, err.Error()
@@ -224,7 +225,7 @@ func startCluster(t testing.TB, nServers, nClients, gpusPerClient int) *testClus
 func (c *testCluster) waitStable(timeout time.Duration) *proc {
 	c.t.Helper()
 	var leader *proc
-	waitFor(c.t, timeout, "a stable leader", func() (bool, string) {
+	waittest.For(c.t, timeout, "a stable leader", func() (bool, string) {
 		leader = nil
 		var addr string
 		for _, p := range c.servers {
@@ -336,7 +337,7 @@ func (c *testCluster) stateHashes() (map[string]string, error) {
 func (c *testCluster) waitSameState(timeout time.Duration) string {
 	c.t.Helper()
 	var prev, got string
-	waitFor(c.t, timeout, "the servers' FSMs to agree", func() (bool, string) {
+	waittest.For(c.t, timeout, "the servers' FSMs to agree", func() (bool, string) {
 		hashes, err := c.stateHashes()
 		if err != nil {
 			return false, err.Error()

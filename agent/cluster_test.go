@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -399,7 +400,7 @@ func (c *testCluster) allPeersUp() bool {
 // pending on its client.
 func (c *testCluster) waitAllocsSettled(timeout time.Duration) {
 	c.t.Helper()
-	waitFor(c.t, timeout, "evaluations and allocations to settle", func() (bool, string) {
+	waittest.For(c.t, timeout, "evaluations and allocations to settle", func() (bool, string) {
 		l := c.leader()
 		if l == nil {
 			return false, "no leader"

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestDevAgentDeclaredGPUsReplaceDefaults(t *testing.T) {
 	a := startAgent(t, cfg)
 	url := "http://" + a.HTTPAddr()
 	var nodes []*structs.Node
-	waitFor(t, 20*time.Second, "the dev node registered", func() (bool, string) {
+	waittest.For(t, 20*time.Second, "the dev node registered", func() (bool, string) {
 		nodes = nil
 		if err := getJSON(url+"/v1/nodes", &nodes); err != nil {
 			return false, err.Error()

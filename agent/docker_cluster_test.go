@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -183,13 +184,13 @@ func TestDockerPartition(t *testing.T) {
 		}
 	}
 	var newLeader *proc
-	waitFor(t, 60*time.Second, "a leader among the majority", func() (bool, string) {
+	waittest.For(t, 60*time.Second, "a leader among the majority", func() (bool, string) {
 		newLeader = majority.leader()
 		return newLeader != nil, "none yet"
 	})
 	for i := 0; i < 10; i++ {
 		id := fmt.Sprintf("majority-%d", i)
-		waitFor(t, 30*time.Second, "the majority accepting "+id, func() (bool, string) {
+		waittest.For(t, 30*time.Second, "the majority accepting "+id, func() (bool, string) {
 			// Alternate between the two: a follower forwards to the leader.
 			p := majority.servers[i%len(majority.servers)]
 			code, body := putJSON(t, p.url()+"/v1/jobs", dockerJob(id), "")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"io"
 	"net/http"
 	"strings"
@@ -31,7 +32,7 @@ func startServerOnly(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = a.Shutdown() })
 	url := "http://" + a.HTTPAddr()
-	waitFor(t, 30*time.Second, "a leader", func() (bool, string) {
+	waittest.For(t, 30*time.Second, "a leader", func() (bool, string) {
 		resp, err := http.Get(url + "/v1/status/leader")
 		if err != nil {
 			return false, err.Error()

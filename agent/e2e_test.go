@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"io"
 	"net"
 	"net/http"
@@ -103,7 +104,7 @@ func (a *devAgent) start() {
 	}
 	a.done = make(chan struct{})
 	go func() { _ = a.cmd.Wait(); close(a.done) }()
-	waitFor(a.t, 30*time.Second, "agent healthy", func() (bool, string) {
+	waittest.For(a.t, 30*time.Second, "agent healthy", func() (bool, string) {
 		select {
 		case <-a.done:
 			a.t.Fatalf("agent exited early:\n%s", a.logText())
@@ -189,27 +190,10 @@ func (a *devAgent) getJSON(path string, out interface{}) int {
 	return resp.StatusCode
 }
 
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		last = msg
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (last: %s)", timeout, what, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func (a *devAgent) waitAllocStatus(jobID string, want ...string) *structs.Allocation {
 	a.t.Helper()
 	var got *structs.Allocation
-	waitFor(a.t, 60*time.Second, fmt.Sprintf("an allocation of %s in %v", jobID, want), func() (bool, string) {
+	waittest.For(a.t, 60*time.Second, fmt.Sprintf("an allocation of %s in %v", jobID, want), func() (bool, string) {
 		var allocs []*structs.Allocation
 		if code := a.getJSON("/v1/job/"+jobID+"/allocations", &allocs); code != 200 {
 			return false, fmt.Sprintf("status %d", code)

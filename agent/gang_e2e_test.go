@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
 	"path/filepath"
 	"sort"
@@ -99,7 +100,7 @@ func TestE2EGangRanksAndRestart(t *testing.T) {
 	}
 
 	var first map[int]gangMember
-	waitFor(t, 60*time.Second, "both members of attempt 0", func() (bool, string) {
+	waittest.For(t, 60*time.Second, "both members of attempt 0", func() (bool, string) {
 		first = readGang(t, work, 0)
 		return len(first) == 2, fmt.Sprintf("%d started", len(first))
 	})
@@ -122,7 +123,7 @@ func TestE2EGangRanksAndRestart(t *testing.T) {
 		t.Fatalf("kill rank 1 (pid %d): %v", first[1].pid, err)
 	}
 	var second map[int]gangMember
-	waitFor(t, 90*time.Second, "both members of attempt 1", func() (bool, string) {
+	waittest.For(t, 90*time.Second, "both members of attempt 1", func() (bool, string) {
 		second = readGang(t, work, 1)
 		return len(second) == 2, fmt.Sprintf("%d restarted", len(second))
 	})
@@ -134,7 +135,7 @@ func TestE2EGangRanksAndRestart(t *testing.T) {
 	// The survivor of attempt 0 was stopped, not left running beside the
 	// new gang.
 	if err := syscall.Kill(first[0].pid, 0); err == nil {
-		waitFor(t, 10*time.Second, "the old rank 0 to exit", func() (bool, string) {
+		waittest.For(t, 10*time.Second, "the old rank 0 to exit", func() (bool, string) {
 			return syscall.Kill(first[0].pid, 0) != nil, "still running"
 		})
 	}
@@ -167,7 +168,7 @@ func TestE2EGangRanksAndRestart(t *testing.T) {
 	if out, code := a.cli("job", "run", "-detach", three); code != 0 {
 		t.Fatalf("job run: %d %s", code, out)
 	}
-	waitFor(t, 30*time.Second, "the 3-member gang in the queue", func() (bool, string) {
+	waittest.For(t, 30*time.Second, "the 3-member gang in the queue", func() (bool, string) {
 		out, _ := a.cli("job", "queue")
 		return strings.Contains(out, "gang-three") && strings.Contains(out, "workers: 3"), out
 	})

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -44,7 +45,7 @@ func TestE2ESystemGCRemovesPurgedJobAlloc(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "Garbage collected") {
 		t.Fatalf("system gc exited %d:\n%s\nagent log:\n%s", code, out, a.logText())
 	}
-	waitFor(t, 30*time.Second, "the allocation to leave /v1/allocations", func() (bool, string) {
+	waittest.For(t, 30*time.Second, "the allocation to leave /v1/allocations", func() (bool, string) {
 		var allocs []*structs.Allocation
 		if code := a.getJSON("/v1/allocations", &allocs); code != 200 {
 			return false, fmt.Sprintf("status %d", code)
@@ -59,7 +60,7 @@ func TestE2ESystemGCRemovesPurgedJobAlloc(t *testing.T) {
 	if code := a.getJSON("/v1/allocation/"+alloc.ID, nil); code != 404 {
 		t.Errorf("GET the collected allocation: %d, want 404", code)
 	}
-	waitFor(t, 30*time.Second, "the client to remove the alloc dir", func() (bool, string) {
+	waittest.For(t, 30*time.Second, "the client to remove the alloc dir", func() (bool, string) {
 		_, err := os.Stat(allocDir)
 		return os.IsNotExist(err), fmt.Sprintf("stat: %v", err)
 	})

@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"io"
 	"net/http"
 	"os"
@@ -141,7 +142,7 @@ func TestE2EReattachAfterKill9(t *testing.T) {
 		t.Fatalf("started events lack pid %q or container ID %q", pid, containerID)
 	}
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", containerID).Run() })
-	waitFor(t, 20*time.Second, "both tasks wrote their first line", func() (bool, string) {
+	waittest.For(t, 20*time.Second, "both tasks wrote their first line", func() (bool, string) {
 		n, d := a.logs(nat.ID, "main"), a.logs(dock.ID, "main")
 		return n == "start\n" && d == "ready\n", fmt.Sprintf("native %q docker %q", n, d)
 	})
@@ -161,7 +162,7 @@ func TestE2EReattachAfterKill9(t *testing.T) {
 	}
 
 	a.start()
-	waitFor(t, 30*time.Second, "both tasks reattached", func() (bool, string) {
+	waittest.For(t, 30*time.Second, "both tasks reattached", func() (bool, string) {
 		n, d := a.allocByJob("nat"), a.allocByJob("dock")
 		if n == nil || d == nil {
 			return false, "allocations not listed"

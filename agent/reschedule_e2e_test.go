@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,7 +40,7 @@ func TestE2EServiceFailingAtStartWaitsToReschedule(t *testing.T) {
 	}
 	failed := a.waitAllocStatus("crash", structs.AllocClientStatusFailed)
 	var later *structs.Evaluation
-	waitFor(t, 30*time.Second, "a reschedule-later evaluation", func() (bool, string) {
+	waittest.For(t, 30*time.Second, "a reschedule-later evaluation", func() (bool, string) {
 		var evals []*structs.Evaluation
 		if code := a.getJSON("/v1/job/crash/evaluations", &evals); code != 200 {
 			return false, fmt.Sprintf("status %d", code)

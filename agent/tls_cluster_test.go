@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"io"
 	"net"
 	"net/http"
@@ -137,7 +138,7 @@ func startTLSCluster(t *testing.T, nServers, nClients int) *tlsCluster {
 		c.clients = append(c.clients, p)
 		p.start()
 	}
-	waitFor(t, 60*time.Second, fmt.Sprintf("%d client nodes ready", nClients), func() (bool, string) {
+	waittest.For(t, 60*time.Second, fmt.Sprintf("%d client nodes ready", nClients), func() (bool, string) {
 		var nodes []struct{ Name, Status string }
 		if err := c.get(c.servers[0], "/v1/nodes", &nodes); err != nil {
 			return false, err.Error()
@@ -227,7 +228,7 @@ func TestTLSClusterEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		var allocs []struct{ ID, ClientStatus, NodeID string }
-		waitFor(t, 60*time.Second, "both allocations complete", func() (bool, string) {
+		waittest.For(t, 60*time.Second, "both allocations complete", func() (bool, string) {
 			if err := c.get(c.servers[0], "/v1/job/tls-echo/allocations", &allocs); err != nil {
 				return false, err.Error()
 			}
@@ -339,7 +340,7 @@ func TestTLSClusterEndToEnd(t *testing.T) {
 		leader := c.waitStable(30 * time.Second)
 		// It has the gossip key, so it is a member; the leader proves
 		// its Raft address before adding it and refuses.
-		waitFor(t, 30*time.Second, "the leader refuses the rogue", func() (bool, string) {
+		waittest.For(t, 30*time.Second, "the leader refuses the rogue", func() (bool, string) {
 			return strings.Contains(leader.logText(), "not adding server to raft"), "no refusal logged yet"
 		})
 		var conf struct{ Servers []struct{ ID string } }

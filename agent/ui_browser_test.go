@@ -327,6 +327,46 @@ func TestUIBrowser(t *testing.T) {
 	)
 	b.shot(t, "nodes")
 
+	// Node page: the node's drivers, its GPU held by the allocation with
+	// telemetry, and the allocation in its list.
+	nodeHref := eval[string](t, b, `document.querySelector('article.node h2 a[href^="/ui/node/"]').getAttribute('href')`)
+	b.run(t, "node page shows the held GPU", 45*time.Second,
+		chromedp.Navigate(base+nodeHref),
+		chromedp.WaitVisible(css("#node-drivers")),
+		waitJS(fmt.Sprintf(`!!document.querySelector('#node-gpus tr[data-gpu] a[href="/ui/allocation/%s"]')`, allocID)),
+		waitJS(fmt.Sprintf(`!!document.querySelector('#node-allocs tr[data-alloc="%s"]')`, allocID)),
+		waitJS(`!!document.querySelector('#node-drivers tr[data-driver="native"] .status-running')`),
+		waitJS(`document.getElementById('node-drain').textContent === 'not draining'`),
+	)
+	b.shot(t, "node")
+
+	// A failed task's log pane opens on stderr, where its error is.
+	putJob(t, base, &structs.Job{ID: "fails", Name: "fails", Type: "batch", Datacenters: []string{"dc1"},
+		TaskGroups: []*structs.TaskGroup{{Name: "g", Count: 1,
+			RestartPolicy:    &structs.RestartPolicy{Attempts: 0, Interval: time.Minute, Delay: time.Second, Mode: structs.RestartModeFail},
+			ReschedulePolicy: &structs.ReschedulePolicy{Attempts: 0, Interval: time.Hour, Delay: 5 * time.Second, DelayFunction: "constant"},
+			Tasks: []*structs.Task{{Name: "main", Driver: "native",
+				Config:    map[string]interface{}{"command": "/bin/sh", "args": []interface{}{"-c", "echo all fine; echo 'boom: no model file' >&2; exit 3"}},
+				Resources: &structs.Resources{CPU: 100, MemoryMB: 64}}}}}})
+	b.run(t, "failed allocation's log opens on stderr", 60*time.Second,
+		chromedp.Navigate(base+"/ui/job/fails"),
+		waitJS(`!!document.querySelector('#job-allocs [data-client-status="failed"]')`),
+		chromedp.Navigate(base+"/ui/job/fails"),
+		chromedp.Click(css(`#job-allocs tr:has([data-client-status="failed"]) a[href^="/ui/allocation/"]`)),
+		chromedp.WaitVisible(css("#log-main")),
+		waitJS(`document.getElementById('log-main').textContent.includes('boom: no model file')`),
+		waitJS(`document.querySelector('[data-action="log-type"][data-type="stderr"]').getAttribute('aria-pressed') === 'true'`),
+	)
+	b.shot(t, "alloc-failed")
+	// The dead batch job whose only allocation failed queues nothing.
+	b.run(t, "failed batch job queues nothing", 30*time.Second,
+		chromedp.Navigate(base+"/ui/jobs"),
+		chromedp.WaitVisible(css(`tr[data-job="fails"]`)),
+	)
+	if q := eval[string](t, b, `document.querySelector('tr[data-job="fails"] td:last-child').textContent.trim()`); q != "0" {
+		t.Errorf("failed batch job shows queued %q, want 0", q)
+	}
+
 	// Jobs and servers pages; the named job's markup is text.
 	b.run(t, "jobs page", 30*time.Second,
 		chromedp.Navigate(base+"/ui/jobs"),
@@ -373,6 +413,14 @@ func TestUIBrowser(t *testing.T) {
 		waitJS(`!!document.querySelector('#job-allocs [data-client-status="complete"]')`),
 	)
 	b.shot(t, "job-stopped")
+
+	// The stopped allocation released its GPU: its page shows no
+	// telemetry (the GPU's figures now belong to whoever holds it).
+	b.run(t, "completed allocation shows no telemetry", 30*time.Second,
+		chromedp.Navigate(base+"/ui/allocation/"+allocID),
+		chromedp.WaitVisible(css("#gpus-released")),
+		waitJS(`!document.querySelector('#alloc-gpus .meter') && document.querySelector('#alloc-gpus td.util').textContent.trim() === 'released'`),
+	)
 
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -90,12 +90,10 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	args = fs.Args()
 	if jobID != "" {
 		if len(args) > 1 {
-			c.Meta.UI.Error("With -job this command takes at most one argument: the task")
-			return cli.RunResultHelp
+			return c.Meta.argError(fs, args, "With -job this command takes at most one argument: the task")
 		}
 	} else if len(args) < 1 || len(args) > 2 {
-		c.Meta.UI.Error("This command takes one or two arguments: the allocation ID and the task")
-		return cli.RunResultHelp
+		return c.Meta.argError(fs, args, "This command takes one or two arguments: the allocation ID and the task")
 	}
 	client, err := c.Meta.client()
 	if err != nil {
@@ -131,6 +129,15 @@ func (c *AllocLogsCommand) Run(args []string) int {
 			}
 			if alloc == nil || a.CreateIndex > alloc.CreateIndex {
 				alloc = a
+			}
+		}
+		if alloc == nil && len(allocs) == 0 {
+			// The allocations of a job that does not exist are an empty
+			// list: ask for the job to tell the two apart.
+			if _, _, err := client.Jobs().Info(jobID, nil); api.IsNotFound(err) {
+				return c.Meta.errorf("Error: job %q not found", jobID)
+			} else if err != nil {
+				return c.Meta.errorf("Error querying job %q: %v", jobID, err)
 			}
 		}
 		if alloc == nil {

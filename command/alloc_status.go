@@ -175,8 +175,13 @@ func (m *Meta) formatTask(a *api.Allocation, name string) string {
 	fmt.Fprintf(&sb, "Task %q is %q\n", name, state)
 	pairs := [][2]string{{"State", state}}
 	if ts != nil {
+		// A task that never started has no exit code: "0" next to
+		// Failed = true would say it ran and succeeded.
 		exit := "<none>"
-		if ts.State == api.TaskStateDead {
+		switch {
+		case ts.State == api.TaskStateDead && ts.StartedAt == 0:
+			exit = "none (never started)"
+		case ts.State == api.TaskStateDead:
 			exit = strconv.Itoa(ts.ExitCode)
 		}
 		pairs = append(pairs,

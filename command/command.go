@@ -47,8 +47,18 @@ func run(args []string, m *Meta) int {
 		m.UI.Error(fmt.Sprintf("Error executing CLI: %v", err))
 		return 1
 	}
+	// hashicorp/cli answers a blank or unknown command with the usage and
+	// 127 (the shell's "command not found"); like Nomad's CLI, a usage
+	// error here is 1.
+	if code == cliCommandNotFound {
+		return 1
+	}
 	return code
 }
+
+// cliCommandNotFound is hashicorp/cli's exit code for a blank or unknown
+// command.
+const cliCommandNotFound = 127
 
 // commands lists every command by its words.
 func commands(m *Meta) map[string]cli.CommandFactory {

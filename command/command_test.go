@@ -41,11 +41,16 @@ func runCmd(t *testing.T, addr string, args ...string) result {
 	return result{code: code, out: ui.OutputWriter.String(), err: ui.ErrorWriter.String(), stdout: raw.String()}
 }
 
-// golden compares got with testdata/name, or rewrites it under -update.
+// golden compares got with the reviewed fixture testdata/name. Only
+// -update rewrites it (say so in the commit, and review the diff); a run
+// without -update never writes testdata, and a missing file fails.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
 	if *update {
+		if old, err := os.ReadFile(path); err != nil || string(old) != got {
+			t.Logf("-update: rewriting %s: review the diff before committing it", path)
+		}
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -158,8 +158,9 @@ func orNone(s string) string {
 	return s
 }
 
-// errorf prints an error line and returns exit code 1.
+// errorf prints an error line, with a hint of what to do for errors
+// among a that have one (withHints), and returns exit code 1.
 func (m *Meta) errorf(format string, a ...any) int {
-	m.UI.Error(fmt.Sprintf(format, a...))
+	m.UI.Error(withHints(fmt.Sprintf(format, a...), a))
 	return 1
 }

@@ -49,13 +49,14 @@ func (c *JobPlanCommand) Synopsis() string { return "Show where a job would be p
 // Run plans the job.
 func (c *JobPlanCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("job plan", true)
-	job, client, code := c.Meta.jobFileAndClient(fs, args, addJobFileOptions(fs))
+	jf := addJobFileOptions(fs)
+	job, client, code := c.Meta.jobFileAndClient(fs, args, jf)
 	if job == nil || client == nil {
 		return code
 	}
 	plan, err := client.Jobs().Plan(job)
 	if err != nil {
-		return c.Meta.errorf("Error planning job: %v", err)
+		return c.Meta.jobSubmitError("Error planning job", err, jf.positions)
 	}
 	code = planExitFits
 	for _, g := range plan.Groups {

@@ -12,8 +12,6 @@ import (
 	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 	"github.com/hashicorp/cli"
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
 )
 
 // JobRunCommand parses a jobspec locally, registers it and monitors the
@@ -81,7 +79,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	}
 	resp, _, err := client.Jobs().Register(job, nil)
 	if err != nil {
-		return c.Meta.errorf("Error submitting job: %v", err)
+		return c.Meta.jobSubmitError("Error submitting job", err, jf.positions)
 	}
 	if resp.Warnings != "" {
 		c.Meta.UI.Warn("Job Warnings:\n" + resp.Warnings + "\n")
@@ -107,6 +105,10 @@ func (c *JobRunCommand) Run(args []string) int {
 type jobFileOptions struct {
 	varFile string
 	vars    varFlags
+	// positions are where the parsed job's fields are in the file, set
+	// by jobFileAndClient, so a server's validation error can name
+	// file:line:col.
+	positions *jobspec.Positions
 }
 
 // addJobFileOptions registers -var and -var-file on fs.
@@ -127,10 +129,9 @@ func (m *Meta) jobFileAndClient(fs *flag.FlagSet, args []string, o *jobFileOptio
 		return nil, nil, cli.RunResultHelp
 	}
 	if fs.NArg() != 1 {
-		m.UI.Error("This command takes one argument: the jobspec file")
-		return nil, nil, cli.RunResultHelp
+		return nil, nil, m.argError(fs, fs.Args(), "This command takes one argument: the jobspec file")
 	}
-	job, code = m.parseJobFile(fs.Arg(0), o.varFile, o.vars)
+	job, o.positions, code = m.parseJobFile(fs.Arg(0), o.varFile, o.vars)
 	if job == nil {
 		return nil, nil, code
 	}
@@ -142,14 +143,19 @@ func (m *Meta) jobFileAndClient(fs *flag.FlagSet, args []string, o *jobFileOptio
 }
 
 // parseJobFile parses the jobspec at path with the variables of varFile
-// (if any) overridden by vars. On error it prints the problem (file:line:col
-// for jobspec errors) and returns a nil job and exit code 1.
-func (m *Meta) parseJobFile(path, varFile string, vars map[string]string) (*api.Job, int) {
+// (if any) overridden by vars, and returns the job and where its fields
+// are in the file. On error it prints the problem (file:line:col for
+// jobspec errors) and returns a nil job and exit code 1.
+func (m *Meta) parseJobFile(path, varFile string, vars map[string]string) (*api.Job, *jobspec.Positions, int) {
 	all := map[string]string{}
 	if varFile != "" {
-		fileVars, err := readVarFile(varFile)
+		fileVars, err := jobspec.ParseVarFile(varFile)
 		if err != nil {
-			return nil, m.errorf("Error: %v", err)
+			var perr *jobspec.Error
+			if errors.As(err, &perr) {
+				return nil, nil, m.errorf("Error: %v", perr)
+			}
+			return nil, nil, m.errorf("Error: reading var file: %v", err)
 		}
 		for k, v := range fileVars {
 			all[k] = v
@@ -158,62 +164,13 @@ func (m *Meta) parseJobFile(path, varFile string, vars map[string]string) (*api.
 	for k, v := range vars {
 		all[k] = v
 	}
-	job, err := jobspec.ParseFile(path, all)
+	job, pos, err := jobspec.ParseFileWithPositions(path, all)
 	if err != nil {
 		var perr *jobspec.Error
 		if errors.As(err, &perr) {
-			return nil, m.errorf("%v", perr)
+			return nil, nil, m.errorf("%v", perr)
 		}
-		return nil, m.errorf("Error reading jobspec: %v", err)
+		return nil, nil, m.errorf("Error reading jobspec: %v", err)
 	}
-	return job, 0
-}
-
-// readVarFile reads "name = value" attributes from an HCL file. A string
-// value is passed as its text; any other value (number, bool, list, map) as
-// its HCL source, which jobspec converts to the variable's type.
-func readVarFile(path string) (map[string]string, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("reading var file: %w", err)
-	}
-	if diags := jobspec.CheckNesting(path, src); diags.HasErrors() {
-		return nil, diagError(diags)
-	}
-	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
-	if diags.HasErrors() {
-		return nil, diagError(diags)
-	}
-	attrs, diags := f.Body.JustAttributes()
-	if diags.HasErrors() {
-		return nil, diagError(diags)
-	}
-	out := make(map[string]string, len(attrs))
-	for name, a := range attrs {
-		v, diags := a.Expr.Value(nil)
-		if !diags.HasErrors() && v.IsKnown() && !v.IsNull() && v.Type().FriendlyName() == "string" {
-			out[name] = v.AsString()
-			continue
-		}
-		out[name] = string(a.Expr.Range().SliceBytes(src))
-	}
-	return out, nil
-}
-
-// diagError renders HCL diagnostics as "file:line:col: summary: detail"
-// lines.
-func diagError(diags hcl.Diagnostics) error {
-	lines := make([]string, 0, len(diags))
-	for _, d := range diags {
-		pos := "<unknown>"
-		if d.Subject != nil {
-			pos = fmt.Sprintf("%s:%d:%d", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
-		}
-		msg := d.Summary
-		if d.Detail != "" {
-			msg += ": " + d.Detail
-		}
-		lines = append(lines, pos+": "+msg)
-	}
-	return errors.New(strings.Join(lines, "\n"))
+	return job, pos, 0
 }

@@ -36,8 +36,7 @@ func (c *JobStatusCommand) Run(args []string) int {
 		return cli.RunResultHelp
 	}
 	if fs.NArg() > 1 {
-		c.Meta.UI.Error("This command takes at most one argument: the job ID")
-		return cli.RunResultHelp
+		return c.Meta.argError(fs, fs.Args(), "This command takes at most one argument: the job ID")
 	}
 	client, err := c.Meta.client()
 	if err != nil {

@@ -46,8 +46,7 @@ func (c *JobStopCommand) Run(args []string) int {
 		return cli.RunResultHelp
 	}
 	if fs.NArg() != 1 {
-		c.Meta.UI.Error("This command takes one argument: the job ID")
-		return cli.RunResultHelp
+		return c.Meta.argError(fs, fs.Args(), "This command takes one argument: the job ID")
 	}
 	client, err := c.Meta.client()
 	if err != nil {

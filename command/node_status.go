@@ -42,8 +42,7 @@ func (c *NodeStatusCommand) Run(args []string) int {
 		return cli.RunResultHelp
 	}
 	if fs.NArg() > 1 {
-		c.Meta.UI.Error("This command takes at most one argument: the node ID")
-		return cli.RunResultHelp
+		return c.Meta.argError(fs, fs.Args(), "This command takes at most one argument: the node ID")
 	}
 	client, err := c.Meta.client()
 	if err != nil {

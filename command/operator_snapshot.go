@@ -43,8 +43,7 @@ func (c *OperatorSnapshotSaveCommand) Run(args []string) int {
 		return cli.RunResultHelp
 	}
 	if fs.NArg() != 1 {
-		c.Meta.UI.Error("This command takes one argument: the file to write")
-		return cli.RunResultHelp
+		return c.Meta.argError(fs, fs.Args(), "This command takes one argument: the file to write")
 	}
 	path := fs.Arg(0)
 	client, err := c.Meta.client()
@@ -105,8 +104,7 @@ func (c *OperatorSnapshotRestoreCommand) Run(args []string) int {
 		return cli.RunResultHelp
 	}
 	if fs.NArg() != 1 {
-		c.Meta.UI.Error("This command takes one argument: the snapshot file")
-		return cli.RunResultHelp
+		return c.Meta.argError(fs, fs.Args(), "This command takes one argument: the snapshot file")
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {

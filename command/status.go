@@ -33,8 +33,7 @@ func (c *StatusCommand) Run(args []string) int {
 		return cli.RunResultHelp
 	}
 	if fs.NArg() > 1 {
-		c.Meta.UI.Error("This command takes at most one argument: an ID or ID prefix")
-		return cli.RunResultHelp
+		return c.Meta.argError(fs, fs.Args(), "This command takes at most one argument: an ID or ID prefix")
 	}
 	rest := fs.Args()
 	if c.Meta.jsonOutput {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -64,7 +65,7 @@ func TestBlockedEvals_UnblockOrder(t *testing.T) {
 			blocked.Block(ev)
 		}
 		blocked.Unblock(20)
-		waitFor(t, 5*time.Second, "five released evals", func() bool { return len(rec.got()) == len(orderEvals) })
+		waittest.Until(t, 5*time.Second, "five released evals", func() bool { return len(rec.got()) == len(orderEvals) })
 		blocked.SetEnabled(false)
 		if got := rec.got(); !slices.Equal(got, unblockOrder) {
 			t.Fatalf("round %d: released in order %v, want %v", round, got, unblockOrder)
@@ -82,7 +83,7 @@ func TestBlockedEvals_DequeueOrder(t *testing.T) {
 		blocked.Block(ev)
 	}
 	blocked.Unblock(20)
-	waitFor(t, 5*time.Second, "five ready evals", func() bool { return broker.Stats().TotalReady == len(orderEvals) })
+	waittest.Until(t, 5*time.Second, "five ready evals", func() bool { return broker.Stats().TotalReady == len(orderEvals) })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for i, id := range unblockOrder {

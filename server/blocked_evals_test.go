@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"testing"
 	"time"
 
@@ -13,18 +14,6 @@ func blockedEval(id, job string, createIndex, snapshotIndex uint64) *structs.Eva
 	e.Status = structs.EvalStatusBlocked
 	e.SnapshotIndex = snapshotIndex
 	return e
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func newTestBlocked(t *testing.T) (*EvalBroker, *BlockedEvals) {
@@ -49,7 +38,7 @@ func TestBlockedEvals_UnblockEnqueuesAll(t *testing.T) {
 		t.Fatalf("blocked %d want 2", st.TotalBlocked)
 	}
 	blocked.Unblock(10)
-	waitFor(t, time.Second, "two ready evals", func() bool { return broker.Stats().TotalReady == 2 })
+	waittest.Until(t, time.Second, "two ready evals", func() bool { return broker.Stats().TotalReady == 2 })
 	if st := blocked.Stats(); st.TotalBlocked != 0 || st.LastUnblockIndex != 10 {
 		t.Fatalf("stats %+v", st)
 	}
@@ -92,7 +81,7 @@ func TestBlockedEvals_NewerReplacesOlder(t *testing.T) {
 func TestBlockedEvals_MissedUnblock(t *testing.T) {
 	broker, blocked := newTestBlocked(t)
 	blocked.Unblock(20)
-	waitFor(t, time.Second, "unblock index recorded", func() bool { return blocked.Stats().LastUnblockIndex == 20 })
+	waittest.Until(t, time.Second, "unblock index recorded", func() bool { return blocked.Stats().LastUnblockIndex == 20 })
 	// Planned on a snapshot at 15: capacity changed at 20, so it goes
 	// straight back to the broker.
 	blocked.Block(blockedEval("b1", "j1", 15, 15))

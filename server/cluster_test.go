@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"strconv"
 	"sync"
 	"testing"
@@ -32,7 +33,7 @@ func TestCluster_LeaderElection(t *testing.T) {
 	c := servertest.NewCluster(t, 3)
 	l := c.WaitForLeader()
 	leaderAddr := c.Addr(l)
-	waitFor(t, 5*time.Second, "every server to know the leader", func() (bool, error) {
+	waittest.NoErr(t, 5*time.Second, "every server to know the leader", func() (bool, error) {
 		for _, s := range c.Servers() {
 			if s.Leader() != leaderAddr {
 				return false, fmt.Errorf("a server sees leader %q, want %q", s.Leader(), leaderAddr)
@@ -288,7 +289,7 @@ func TestCluster_SnapshotInstallToLaggingFollower(t *testing.T) {
 	// Raft keeps TrailingLogs (= the threshold, 8) entries after a
 	// snapshot: once the snapshot is past the follower's index plus that,
 	// the entries it needs are gone from the leader's log.
-	waitFor(t, 10*time.Second, "leader snapshot past the follower's log", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "leader snapshot past the follower's log", func() (bool, error) {
 		snap, err := strconv.ParseUint(leader.Stats()["raft.last_snapshot_index"], 10, 64)
 		return err == nil && snap > followerIndex+16, err
 	})

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"errors"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func finishAllocs(t *testing.T, s *server.Server, status string, allocs ...*stru
 // evalsSettled waits until every evaluation of job on s is terminal.
 func evalsSettled(t *testing.T, s *server.Server, jobID string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "the evaluations of "+jobID+" to finish", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "the evaluations of "+jobID+" to finish", func() (bool, error) {
 		evals, err := s.State().EvalsByJob(nil, jobID)
 		if err != nil {
 			return false, err
@@ -105,7 +106,7 @@ func TestServer_SystemGC(t *testing.T) {
 
 	// The last batch allocation completes: the job is dead and goes whole.
 	finishAllocs(t, s, structs.AllocClientStatusComplete, ba[1])
-	waitFor(t, 10*time.Second, "the batch job to be dead", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "the batch job to be dead", func() (bool, error) {
 		j, err := s.State().JobByID(nil, batch.ID)
 		return j != nil && j.Status == structs.JobStatusDead, err
 	})
@@ -200,7 +201,7 @@ func TestServer_PeriodicGC(t *testing.T) {
 		t.Fatal("the allocation went before its client finished it")
 	}
 	finishAllocs(t, s, structs.AllocClientStatusComplete, a)
-	waitFor(t, 10*time.Second, "the periodic collection of the purged job's allocation", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "the periodic collection of the purged job's allocation", func() (bool, error) {
 		return !present(t, s, a.ID)[a.ID], nil
 	})
 }

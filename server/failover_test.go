@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"slices"
 	"strconv"
 	"sync"
@@ -75,7 +76,7 @@ func TestServer_DownNodeAllocsLostAndReplaced(t *testing.T) {
 			defer stopB()
 
 			stopA() // node-a goes silent
-			waitFor(t, 10*time.Second, "replacement on node-b", func() (bool, error) {
+			waittest.NoErr(t, 10*time.Second, "replacement on node-b", func() (bool, error) {
 				allocs, _, err := s.JobAllocations(ctxT(t), job.ID, nil)
 				if err != nil {
 					return false, err
@@ -136,7 +137,7 @@ func TestCluster_FailoverRestoresLeaderState(t *testing.T) {
 	stop := heartbeatLoop(t, c.Server(l), small.ID, 30*time.Millisecond)
 	job := statetest.BatchJob(2)
 	c.Register(job)
-	waitFor(t, 10*time.Second, "blocked evaluation", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "blocked evaluation", func() (bool, error) {
 		return c.Server(l).Stats()["blocked.total_blocked"] == "1", nil
 	})
 	// Heartbeat until the leader is gone, so only the election, not a
@@ -145,7 +146,7 @@ func TestCluster_FailoverRestoresLeaderState(t *testing.T) {
 	stop()
 	nl := c.WaitForLeader()
 	leader := c.Server(nl)
-	waitFor(t, 10*time.Second, "blocked eval and heartbeat timer restored", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "blocked eval and heartbeat timer restored", func() (bool, error) {
 		st := leader.Stats()
 		return st["blocked.total_blocked"] == "1" && st["heartbeat.timers"] == "1", nil
 	})

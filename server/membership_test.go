@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,7 @@ func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 	servers["s1"] = startGossipServer(t, "s1", 3, []string{seed})
 	servers["s2"] = startGossipServer(t, "s2", 3, []string{seed})
 
-	waitFor(t, 20*time.Second, "a leader with three voters", func() (bool, error) {
+	waittest.NoErr(t, 20*time.Second, "a leader with three voters", func() (bool, error) {
 		l := leaderOf(servers)
 		if l == nil {
 			return false, errors.New("no leader")
@@ -137,7 +138,7 @@ func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 			leaderName = name
 		}
 	}
-	waitFor(t, 10*time.Second, "every server to know the leader's HTTP address", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "every server to know the leader's HTTP address", func() (bool, error) {
 		for name, s := range servers {
 			if got := s.LeaderHTTPAddr(); got != "http-"+leaderName+":4656" {
 				return false, fmt.Errorf("%s sees leader HTTP %q", name, got)
@@ -145,7 +146,7 @@ func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 		}
 		return true, nil
 	})
-	waitFor(t, 10*time.Second, "three alive members with their meta", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "three alive members with their meta", func() (bool, error) {
 		members := servers["s1"].Members()
 		if len(members) != 3 {
 			return false, fmt.Errorf("members %+v: want 3", members)
@@ -166,7 +167,7 @@ func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 	if n, err := servers["s3"].Join([]string{seed}); err != nil || n < 1 {
 		t.Fatalf("join: %d %v", n, err)
 	}
-	waitFor(t, 20*time.Second, "the fourth server added as a voter", func() (bool, error) {
+	waittest.NoErr(t, 20*time.Second, "the fourth server added as a voter", func() (bool, error) {
 		l := leaderOf(servers)
 		if l == nil {
 			return false, errors.New("no leader")
@@ -180,14 +181,14 @@ func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 	if _, err := leaderOf(servers).JobRegister(context.Background(), job); err != nil {
 		t.Fatalf("write: %v", err)
 	}
-	waitFor(t, 10*time.Second, "the new server to apply the write", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "the new server to apply the write", func() (bool, error) {
 		return jobOn(t, servers["s3"], job.ID), nil
 	})
 
 	// A fifth joins, then one follower leaves gracefully: the leader
 	// removes it at once.
 	servers["s4"] = startGossipServer(t, "s4", 3, []string{seed})
-	waitFor(t, 20*time.Second, "the fifth server added as a voter", func() (bool, error) {
+	waittest.NoErr(t, 20*time.Second, "the fifth server added as a voter", func() (bool, error) {
 		ids, err := raftIDs(leaderOf(servers))
 		return ids["s4"] && len(ids) == 5, err
 	})
@@ -199,7 +200,7 @@ func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(servers, leaving)
-	waitFor(t, 20*time.Second, "the server that left removed from raft", func() (bool, error) {
+	waittest.NoErr(t, 20*time.Second, "the server that left removed from raft", func() (bool, error) {
 		ids, err := raftIDs(leaderOf(servers))
 		return !ids[leaving] && len(ids) == 4, err
 	})
@@ -211,7 +212,7 @@ func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(servers, victim)
-	waitFor(t, 20*time.Second, "the dead server removed from raft", func() (bool, error) {
+	waittest.NoErr(t, 20*time.Second, "the dead server removed from raft", func() (bool, error) {
 		l := leaderOf(servers)
 		if l == nil {
 			return false, errors.New("no leader")
@@ -227,7 +228,7 @@ func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(servers, second)
-	waitFor(t, 10*time.Second, "the second dead server seen as failed", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "the second dead server seen as failed", func() (bool, error) {
 		l := leaderOf(servers)
 		if l == nil {
 			return false, errors.New("no leader")

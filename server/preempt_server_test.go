@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestServer_PreemptionRequeuesAndPlaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	var evicted *structs.Allocation
-	waitFor(t, 10*time.Second, "the low-priority allocation evicted", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "the low-priority allocation evicted", func() (bool, error) {
 		a, _, err := s.AllocGet(ctxT(t), lowAllocs[0].ID, nil)
 		evicted = a
 		return err == nil && a.DesiredStatus == structs.AllocDesiredStatusEvict, err
@@ -49,7 +50,7 @@ func TestServer_PreemptionRequeuesAndPlaces(t *testing.T) {
 		t.Fatalf("high job holds %v", highAllocs[0].DeviceIDs())
 	}
 	// The evicted job is back in the queue, blocked on the GPUs the high job holds.
-	waitFor(t, 10*time.Second, "the preempted job queued", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "the preempted job queued", func() (bool, error) {
 		q, err := s.JobQueue(ctxT(t))
 		if err != nil {
 			return false, err

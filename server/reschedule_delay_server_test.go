@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func testRescheduleDelay(t *testing.T, typ string) {
 	due := stored.ModifyTime + int64(delay)
 
 	// The follow-up evaluation is created, waiting until the due time.
-	waitFor(t, 10*time.Second, "the reschedule-later evaluation", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "the reschedule-later evaluation", func() (bool, error) {
 		evals, _, err := s.JobEvaluations(ctxT(t), job.ID, nil)
 		for _, e := range evals {
 			if e.TriggeredBy == structs.EvalTriggerRescheduleLater {
@@ -58,7 +59,7 @@ func testRescheduleDelay(t *testing.T, typ string) {
 		return false, err
 	})
 	var repl *structs.Allocation
-	waitFor(t, 10*time.Second, "the replacement allocation", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "the replacement allocation", func() (bool, error) {
 		allocs, _, err := s.JobAllocations(ctxT(t), job.ID, nil)
 		for _, a := range allocs {
 			if a.PreviousAllocation == first.ID {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"slices"
 	"testing"
 	"time"
@@ -12,24 +13,6 @@ import (
 	"github.com/gpulayer/gpulayer/state/statetest"
 	"github.com/gpulayer/gpulayer/structs"
 )
-
-// waitFor polls cond until it returns true or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() (bool, error)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	var lastErr error
-	for {
-		ok, err := cond()
-		if ok {
-			return
-		}
-		lastErr = err
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s (last error: %v)", d, what, lastErr)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -55,7 +38,7 @@ func registerNode(t *testing.T, s *server.Server, gpus int) *structs.Node {
 func runningAllocs(t *testing.T, s *server.Server, jobID string, want int) []*structs.Allocation {
 	t.Helper()
 	var out []*structs.Allocation
-	waitFor(t, 10*time.Second, "allocations of "+jobID, func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "allocations of "+jobID, func() (bool, error) {
 		allocs, _, err := s.JobAllocations(ctxT(t), jobID, nil)
 		out = nil
 		for _, a := range allocs {
@@ -104,7 +87,7 @@ func TestServer_PlacesGPUJobWithExactDevices(t *testing.T) {
 	if len(ids) != 1 || !slices.Contains(node.NodeResources.Devices[0].HealthyInstances(), ids[0]) {
 		t.Fatalf("device IDs %v, want one of %v", ids, node.NodeResources.Devices[0].HealthyInstances())
 	}
-	waitFor(t, 5*time.Second, "eval complete", func() (bool, error) {
+	waittest.NoErr(t, 5*time.Second, "eval complete", func() (bool, error) {
 		e, _, err := s.EvalGet(ctxT(t), resp.EvalID, nil)
 		return err == nil && e.Status == structs.EvalStatusComplete, err
 	})
@@ -130,7 +113,7 @@ func TestServer_BlockedJobPlacedWhenCapacityFrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	var evalDone *structs.Evaluation
-	waitFor(t, 10*time.Second, "second job's eval to finish", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "second job's eval to finish", func() (bool, error) {
 		e, _, err := s.EvalGet(ctxT(t), resp.EvalID, nil)
 		evalDone = e
 		return err == nil && e.TerminalStatus(), err
@@ -160,7 +143,7 @@ func TestServer_BlockedJobPlacedWhenCapacityFrees(t *testing.T) {
 	if got, want := len(secondAllocs[0].DeviceIDs()), 2; got != want {
 		t.Fatalf("second job got %d GPUs want %d", got, want)
 	}
-	waitFor(t, 5*time.Second, "blocked eval complete", func() (bool, error) {
+	waittest.NoErr(t, 5*time.Second, "blocked eval complete", func() (bool, error) {
 		e, _, err := s.EvalGet(ctxT(t), evalDone.BlockedEval, nil)
 		return err == nil && e.Status == structs.EvalStatusComplete, err
 	})
@@ -215,7 +198,7 @@ func TestServer_RestartKeepsState(t *testing.T) {
 	}
 	for _, id := range jobIDs {
 		runningAllocs(t, s, id, 1)
-		waitFor(t, 5*time.Second, "evals of "+id+" terminal", func() (bool, error) {
+		waittest.NoErr(t, 5*time.Second, "evals of "+id+" terminal", func() (bool, error) {
 			evals, _, err := s.JobEvaluations(ctx, id, nil)
 			for _, e := range evals {
 				if !e.TerminalStatus() {
@@ -345,7 +328,7 @@ func TestServer_HeartbeatMissMarksNodeDown(t *testing.T) {
 	if err != nil || got.Status != structs.NodeStatusReady {
 		t.Fatalf("node %+v %v: want ready while heartbeating", got, err)
 	}
-	waitFor(t, 5*time.Second, "node marked down", func() (bool, error) {
+	waittest.NoErr(t, 5*time.Second, "node marked down", func() (bool, error) {
 		got, _, err := s.NodeGet(ctxT(t), n.ID, nil)
 		return err == nil && got.Status == structs.NodeStatusDown, err
 	})
@@ -423,7 +406,7 @@ func TestServer_RestartFromRaftSnapshot(t *testing.T) {
 		}
 	}
 	// Raft snapshots on its own timer; wait until one exists.
-	waitFor(t, 20*time.Second, "a raft snapshot", func() (bool, error) {
+	waittest.NoErr(t, 20*time.Second, "a raft snapshot", func() (bool, error) {
 		return s.Stats()["raft.last_snapshot_index"] != "0", nil
 	})
 	before, err := s.State().Hash()

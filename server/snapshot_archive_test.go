@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"testing"
 	"time"
 
@@ -195,7 +196,7 @@ func waitQuiet(t *testing.T, s *server.Server) {
 	t.Helper()
 	var last uint64
 	still := 0
-	waitFor(t, 10*time.Second, "the server to go quiet", func() (bool, error) {
+	waittest.NoErr(t, 10*time.Second, "the server to go quiet", func() (bool, error) {
 		st := s.Stats()
 		idx, err := s.State().LatestIndex()
 		if err != nil {

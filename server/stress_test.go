@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -95,7 +96,7 @@ func TestServer_ConcurrentJobsNeverShareGPUs(t *testing.T) {
 	}
 
 	// Let the first wave settle: each job is placed or blocked.
-	waitFor(t, 30*time.Second, "every job placed or blocked", func() (bool, error) {
+	waittest.NoErr(t, 30*time.Second, "every job placed or blocked", func() (bool, error) {
 		for _, id := range jobIDs {
 			allocs, _, err := s.JobAllocations(ctx, id, nil)
 			if err != nil || len(allocs) > 0 {

@@ -22,8 +22,9 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // Pages lists the page templates; each is parsed together with
-// templates/layout.html and defines the blocks "title" and "main".
-var Pages = []string{"jobs", "job", "alloc", "nodes", "servers", "run", "error"}
+// templates/layout.html and templates/partials.html (blocks several pages
+// share) and defines the blocks "title" and "main".
+var Pages = []string{"jobs", "job", "alloc", "nodes", "node", "servers", "run", "error"}
 
 // Templates parses every page with the layout and funcs, returning one
 // template per page name, executed by its "layout" template. It fails when
@@ -31,7 +32,7 @@ var Pages = []string{"jobs", "job", "alloc", "nodes", "servers", "run", "error"}
 func Templates(funcs template.FuncMap) (map[string]*template.Template, error) {
 	out := make(map[string]*template.Template, len(Pages))
 	for _, p := range Pages {
-		t, err := template.New(p).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+p+".html")
+		t, err := template.New(p).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/partials.html", "templates/"+p+".html")
 		if err != nil {
 			return nil, fmt.Errorf("website: page %s: %w", p, err)
 		}

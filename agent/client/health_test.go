@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"sort"
 	"strings"
 	"testing"
@@ -16,21 +17,11 @@ import (
 	"github.com/gpulayer/gpulayer/structs"
 )
 
-// waitFor is clienttest.WaitFor with what the test waits for in its
-// failure message.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	clienttest.WaitFor(t, within, func() (bool, string) {
-		ok, desc := cond()
-		return ok, what + ": " + desc
-	})
-}
-
 // injectXID injects xid on device id once sim runs (the client starts it
 // after registering), failing the test after 10 s.
 func injectXID(t *testing.T, sim *devices.SimulatedHealth, id string, xid uint64) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "health source running", func() (bool, string) {
+	waittest.For(t, 10*time.Second, "health source running", func() (bool, string) {
 		err := sim.InjectXID(id, xid)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -70,7 +61,7 @@ func TestGPUHealthFakeServer(t *testing.T) {
 
 	injectXID(t, sim, ids[0], 13)
 	injectXID(t, sim, ids[0], 79)
-	waitFor(t, 10*time.Second, "server sees the GPU unhealthy", func() (bool, string) {
+	waittest.For(t, 10*time.Second, "server sees the GPU unhealthy", func() (bool, string) {
 		in := instance(srv.Node(c.Node().ID), ids[0])
 		return in != nil && !in.Healthy, fmt.Sprintf("%+v", in)
 	})
@@ -100,7 +91,7 @@ func TestGPUHealthFakeServer(t *testing.T) {
 		t.Fatal("healthy at the first probe after the XID")
 	}
 	probe(t, sim)
-	waitFor(t, 10*time.Second, "server sees the GPU healthy again", func() (bool, string) {
+	waittest.For(t, 10*time.Second, "server sees the GPU healthy again", func() (bool, string) {
 		in := instance(srv.Node(c.Node().ID), ids[0])
 		return in != nil && in.Healthy && in.HealthDescription == devices.HealthyDescription, fmt.Sprintf("%+v", in)
 	})
@@ -112,7 +103,7 @@ func TestGPUHealthShutdownStopsSource(t *testing.T) {
 	srv := clienttest.NewServer()
 	sim := devices.NewSimulatedHealth(time.Hour)
 	c := newTestClient(t, srv, "", func(cfg *Config) { cfg.health = sim })
-	waitFor(t, 10*time.Second, "health source running", func() (bool, string) {
+	waittest.For(t, 10*time.Second, "health source running", func() (bool, string) {
 		err := sim.Probe()
 		return err == nil, fmt.Sprint(err)
 	})
@@ -247,7 +238,7 @@ func TestGPUHealthWithServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	injectXID(t, sim, ids[0], 79)
-	waitFor(t, 10*time.Second, "server sees GPU 0 unhealthy", func() (bool, string) {
+	waittest.For(t, 10*time.Second, "server sees GPU 0 unhealthy", func() (bool, string) {
 		in := instance(node(), ids[0])
 		return in != nil && !in.Healthy, fmt.Sprintf("%+v", in)
 	})
@@ -262,7 +253,7 @@ func TestGPUHealthWithServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reason string
-	waitFor(t, 20*time.Second, "job two blocked", func() (bool, string) {
+	waittest.For(t, 20*time.Second, "job two blocked", func() (bool, string) {
 		evals, _, err := srv.JobEvaluations(ctx, "two", nil)
 		if err != nil {
 			return false, err.Error()
@@ -285,7 +276,7 @@ func TestGPUHealthWithServer(t *testing.T) {
 	if _, err := srv.JobRegister(ctx, gpuJob("one", structs.JobTypeBatch, 1)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "job one completes on GPU 1", func() (bool, string) {
+	waittest.For(t, 20*time.Second, "job one completes on GPU 1", func() (bool, string) {
 		allocs, _, err := srv.JobAllocations(ctx, "one", nil)
 		if err != nil || len(allocs) != 1 {
 			return false, fmt.Sprintf("%d allocs, %v", len(allocs), err)
@@ -303,7 +294,7 @@ func TestGPUHealthWithServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	freed := allocs[0].ModifyIndex
-	waitFor(t, 20*time.Second, "job two blocked again after job one ended", func() (bool, string) {
+	waittest.For(t, 20*time.Second, "job two blocked again after job one ended", func() (bool, string) {
 		evals, _, err := srv.JobEvaluations(ctx, "two", nil)
 		if err != nil {
 			return false, err.Error()
@@ -323,7 +314,7 @@ func TestGPUHealthWithServer(t *testing.T) {
 
 	probe(t, sim)
 	probe(t, sim)
-	waitFor(t, 20*time.Second, "job two runs on both GPUs", func() (bool, string) {
+	waittest.For(t, 20*time.Second, "job two runs on both GPUs", func() (bool, string) {
 		allocs, _, err := srv.JobAllocations(ctx, "two", nil)
 		if err != nil || len(allocs) != 1 {
 			return false, fmt.Sprintf("%d allocs, %v", len(allocs), err)

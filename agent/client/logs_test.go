@@ -197,22 +197,58 @@ func TestLogReaderNoFollowAndCancel(t *testing.T) {
 		}
 	})
 	t.Run("follow ends with ctx", func(t *testing.T) {
+		// Every read is bounded: a follower that stops delivering, spins
+		// on empty reads or ignores its context fails within seconds
+		// rather than hanging the package's tests.
 		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
 		r := newLogReader(ctx, dir, "main.stdout", true, func() bool { return false })
 		defer r.Close()
 		buf := make([]byte, 1024)
 		n := 0
-		for n < 25 {
-			m, err := r.Read(buf[n:])
-			if err != nil {
-				t.Fatal(err)
+		within(t, 10*time.Second, "the follower to return the 25 bytes written", func(stop <-chan struct{}) error {
+			for n < 25 {
+				select {
+				case <-stop:
+					return nil
+				default:
+				}
+				m, err := r.Read(buf[n:])
+				if err != nil {
+					return err
+				}
+				n += m
 			}
-			n += m
+			return nil
+		})
+		if got := string(buf[:n]); got != "aaaa\nbbbb\ncccc\ndddd\neeee\n" {
+			t.Fatalf("followed %q", got)
 		}
 		cancel()
-		if _, err := r.Read(buf); err != context.Canceled {
-			t.Fatalf("Read after cancel: %v, want context.Canceled", err)
-		}
+		within(t, 10*time.Second, "Read to return after cancel", func(<-chan struct{}) error {
+			if _, err := r.Read(buf); err != context.Canceled {
+				return fmt.Errorf("Read after cancel: %v, want context.Canceled", err)
+			}
+			return nil
+		})
 	})
 	w.Close()
+}
+
+// within runs fn in a goroutine and fails t when it returns an error or
+// has not returned after d (then stop is closed so a loop in fn can end).
+func within(t *testing.T, d time.Duration, what string, fn func(stop <-chan struct{}) error) {
+	t.Helper()
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- fn(stop) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(d):
+		close(stop)
+		t.Fatalf("timed out after %s waiting for %s", d, what)
+	}
 }

@@ -263,7 +263,12 @@ func TestMethodNotAllowedAllowHeader(t *testing.T) {
 
 func TestNodeSecretNotServed(t *testing.T) {
 	_, _, ts := fixture(t)
-	_, body := doReq(t, "GET", ts.URL+"/v1/node/node-1", "")
+	// The route must serve the node (a 200 with its ID), not an error
+	// whose body happens to lack the secret.
+	resp, body := doReq(t, "GET", ts.URL+"/v1/node/node-1", "")
+	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"ID": "node-1"`) {
+		t.Fatalf("GET /v1/node/node-1: status %d, want 200 with the node: %s", resp.StatusCode, body)
+	}
 	if strings.Contains(body, "s3cret") {
 		t.Fatalf("node secret leaked: %s", body)
 	}

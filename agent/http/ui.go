@@ -42,6 +42,8 @@ type ui struct {
 var uiFuncs = template.FuncMap{
 	"join":     strings.Join,
 	"nanotime": fmtNanoTime,
+	// plural picks the word for a count: {{plural n "node" "nodes"}}.
+	"plural": plural,
 	// pct clamps a percentage to 0..100 for a CSS width.
 	"pct": func(v float64) string {
 		if math.IsNaN(v) {
@@ -68,6 +70,7 @@ func (h *handler) uiRoutes() error {
 	h.mux.HandleFunc("GET /ui/job/{id}", u.page(u.jobPage))
 	h.mux.HandleFunc("GET /ui/allocation/{id}", u.page(u.allocPage))
 	h.mux.HandleFunc("GET /ui/nodes", u.page(u.nodesPage))
+	h.mux.HandleFunc("GET /ui/node/{id}", u.page(u.nodePage))
 	h.mux.HandleFunc("GET /ui/servers", u.page(u.serversPage))
 	h.mux.HandleFunc("GET /ui/run", u.page(u.runPage))
 	static := http.StripPrefix("/ui/static/", http.FileServerFS(website.Static()))

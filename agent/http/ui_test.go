@@ -25,7 +25,8 @@ func xssFixture(t *testing.T) (*fakeServer, string) {
 		NodeName: xssText, ClientStatus: "running", DesiredStatus: "run", ClientDescription: xssText,
 		TaskStates: map[string]*structs.TaskState{"main": {State: "running", Events: []*structs.TaskEvent{{Type: xssText, Message: xssText}}}}}
 	fs.evals["e-xss"] = &structs.Evaluation{ID: "e-xss", JobID: job.ID, Status: "blocked", StatusDescription: xssText,
-		FailedTGAllocs: map[string]*structs.AllocMetric{"web": {NodesEvaluated: 1, NodesExhausted: 1, DimensionExhausted: map[string]int{xssText: 1}}}}
+		QueuedAllocations: map[string]int{"web": 1},
+		FailedTGAllocs:    map[string]*structs.AllocMetric{"web": {NodesEvaluated: 1, NodesExhausted: 1, DimensionExhausted: map[string]int{xssText: 1}}}}
 	fs.nodes["node-1"].Name = xssText
 	return fs, ts.URL
 }
@@ -41,6 +42,7 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 		{"/ui/job/xss", "Job xss", []string{"Task groups", "Evaluations and placement", "nodes evaluated", "Stop job", "f00dfeed"}},
 		{"/ui/allocation/f00dfeed-1111", "Allocation f00dfeed", []string{"Assigned GPUs", `data-log-task="main"`}},
 		{"/ui/nodes", "Nodes", []string{"node-1"}},
+		{"/ui/node/node-1", "Node ", []string{"node-1", "Drivers", "Attributes"}},
 		{"/ui/servers", "Servers", []string{"127.0.0.1:4657", "leader"}},
 		{"/ui/run", "Run a job", []string{`job &#34;hello-gpu&#34;`, "Plan"}},
 	}
@@ -67,7 +69,7 @@ func TestUIPagesRenderAndEscape(t *testing.T) {
 			if strings.Contains(body, "<script>alert") {
 				t.Fatalf("job text rendered as markup:\n%s", body)
 			}
-			if strings.Contains(p.path, "xss") || p.path == "/ui/jobs" || p.path == "/ui/nodes" {
+			if strings.Contains(p.path, "xss") || p.path == "/ui/jobs" || strings.HasPrefix(p.path, "/ui/node") {
 				if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 					t.Errorf("escaped job text missing")
 				}
@@ -85,6 +87,7 @@ func TestUIErrorsAndStatic(t *testing.T) {
 	}{
 		{"/ui/job/nope", 404, "not found"},
 		{"/ui/allocation/nope", 404, "not found"},
+		{"/ui/node/nope", 404, "not found"},
 		{"/ui/nothing-here", 404, "No page at /ui/nothing-here"},
 		{"/ui/static/app.js", 200, "streamEvents"},
 		{"/ui/static/style.css", 200, "table-wrap"},

@@ -221,7 +221,7 @@ func (c *Client) newRequest(ctx context.Context, method, path string, params url
 func (c *Client) do(req *http.Request) (*http.Response, error) {
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, c.unreachable(err)
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil

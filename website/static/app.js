@@ -190,6 +190,28 @@
     open();
   }
 
+  // openLog starts a log pane. A pane with data-log-prefer (a failed task
+  // on another agent's node, whose logs the page could not read) first
+  // reads that stream once and opens on it when it holds anything: the
+  // error is usually there.
+  function openLog(pre) {
+    var prefer = pre.dataset.logPrefer;
+    if (!prefer || prefer === pre.dataset.logType) { followLog(pre); return; }
+    var url = '/v1/client/fs/logs/' + encodeURIComponent(pre.dataset.logAlloc) +
+      '?task=' + encodeURIComponent(pre.dataset.logTask) + '&type=' + encodeURIComponent(prefer) + '&plain=true';
+    fetch(url, { headers: headers() }).then(function (resp) {
+      return resp.ok ? resp.text() : '';
+    }).catch(function () { return ''; }).then(function (text) {
+      if (text.length > 0) {
+        pre.dataset.logType = prefer;
+        pre.parentNode.querySelectorAll('[data-action="log-type"]').forEach(function (b) {
+          b.setAttribute('aria-pressed', String(b.dataset.type === prefer));
+        });
+      }
+      followLog(pre);
+    });
+  }
+
   // ---- telemetry of other nodes ----------------------------------------------
 
   // fillRemoteStats reads the telemetry of nodes that are not this agent's
@@ -435,7 +457,7 @@
       });
       document.getElementById('hcl').addEventListener('input', function () { document.getElementById('run-button').disabled = true; });
     }
-    document.querySelectorAll('pre[data-log-alloc]').forEach(followLog);
+    document.querySelectorAll('pre[data-log-alloc]').forEach(openLog);
     streamEvents();
     fillRemoteStats();
     document.body.addEventListener('gpulayer:refreshed', fillRemoteStats);

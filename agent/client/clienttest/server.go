@@ -6,6 +6,7 @@ package clienttest
 import (
 	"context"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"sync"
 	"testing"
 	"time"
@@ -263,23 +264,11 @@ func (s *Server) WaitForAlloc(t testing.TB, id string, within time.Duration, ok 
 	return a
 }
 
-// WaitFor polls cond every 20 milliseconds until it holds or within
-// passes; then it fails the test with cond's last description.
+// WaitFor polls cond until it holds or within passes; then it fails the
+// test with cond's last description (waittest.For).
 func WaitFor(t testing.TB, within time.Duration, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	var last string
-	for {
-		ok, desc := cond()
-		if ok {
-			return
-		}
-		last = desc
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %s", within, last)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waittest.For(t, within, "condition", cond)
 }
 
 // DescribeTaskStates renders task states and their events for failure

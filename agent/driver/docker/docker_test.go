@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,17 +84,6 @@ func wait(t *testing.T, d *Driver, id string, within time.Duration) *driver.Exit
 	return r
 }
 
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestDockerFingerprint(t *testing.T) {
 	dockertest.Require(t)
 	fp := newDriver(t).Fingerprint()
@@ -169,7 +159,7 @@ func TestDockerStopSignalArrivesFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.DestroyTask(cfg.ID)
-	waitFor(t, 20*time.Second, "task ready", func() bool { return strings.Contains(out.String(), "ready") })
+	waittest.Until(t, 20*time.Second, "task ready", func() bool { return strings.Contains(out.String(), "ready") })
 	start := time.Now()
 	if err := d.StopTask(cfg.ID, 20*time.Second, "SIGUSR1"); err != nil {
 		t.Fatal(err)
@@ -190,7 +180,7 @@ func TestDockerStopSignalArrivesFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.DestroyTask(cfg2.ID)
-	waitFor(t, 20*time.Second, "task ready", func() bool { return strings.Contains(out2.String(), "ready") })
+	waittest.Until(t, 20*time.Second, "task ready", func() bool { return strings.Contains(out2.String(), "ready") })
 	if err := d.StopTask(cfg2.ID, 500*time.Millisecond, "SIGHUP"); err != nil {
 		t.Fatal(err)
 	}
@@ -224,8 +214,8 @@ func TestDockerRecoverExecSignal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "task ready", func() bool { return strings.Contains(out.String(), "ready") })
-	waitFor(t, 5*time.Second, "log position saved", func() bool { return readSince(cfg) != "" })
+	waittest.Until(t, 20*time.Second, "task ready", func() bool { return strings.Contains(out.String(), "ready") })
+	waittest.Until(t, 5*time.Second, "log position saved", func() bool { return readSince(cfg) != "" })
 
 	// A new driver (a restarted client) finds the container by ID.
 	d2 := newDriver(t)

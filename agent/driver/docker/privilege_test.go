@@ -2,6 +2,7 @@ package docker
 
 import (
 	"errors"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +86,7 @@ func TestExploitDockerPrivileged(t *testing.T) {
 	if r := wait(t, dd, tcfg.ID, 30*time.Second); r.ExitCode != 0 {
 		t.Fatalf("caps task: %+v", r)
 	}
-	waitFor(t, 5*time.Second, "CapEff line", func() bool { return strings.Contains(out.String(), "CapEff:") })
+	waittest.Until(t, 5*time.Second, "CapEff line", func() bool { return strings.Contains(out.String(), "CapEff:") })
 	hex := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out.String()), "CapEff:"))
 	caps, err := strconv.ParseUint(hex, 16, 64)
 	if err != nil {

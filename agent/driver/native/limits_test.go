@@ -3,6 +3,7 @@ package native
 import (
 	"errors"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -166,7 +167,7 @@ func TestStopKillsProcessesThatLeftTheGroup(t *testing.T) {
 			if err := d.StopTask(cfg.ID, 200*time.Millisecond, "SIGTERM"); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 5*time.Second, func() bool { return !pidAlive(child) })
+			waittest.Until(t, 5*time.Second, "the escaped child to die", func() bool { return !pidAlive(child) })
 			if err := d.DestroyTask(cfg.ID); err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +194,7 @@ func session(t *testing.T, pid int) int {
 func waitChild(t *testing.T, out func() string) int {
 	t.Helper()
 	var child int
-	waitFor(t, 10*time.Second, func() bool {
+	waittest.Until(t, 10*time.Second, "child=<pid> in the task's output", func() bool {
 		for _, line := range strings.Split(out(), "\n") {
 			if v, ok := strings.CutPrefix(line, "child="); ok {
 				child, _ = strconv.Atoi(strings.TrimSpace(v))
@@ -229,7 +230,7 @@ func TestRecoveredTaskKeepsItsCgroup(t *testing.T) {
 	if err := d2.StopTask(cfg.ID, 200*time.Millisecond, "SIGTERM"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() bool { return !pidAlive(child) && !pidAlive(h.PID) })
+	waittest.Until(t, 5*time.Second, "the child and the task to die", func() bool { return !pidAlive(child) && !pidAlive(h.PID) })
 	if r := waitResult(t, d2, cfg.ID, 10*time.Second); r.OOMKilled || r.Signal == 0 {
 		t.Fatalf("recovered result %+v, want killed by a signal, not OOM", r)
 	}
@@ -285,7 +286,7 @@ func TestUnifiedPlacement(t *testing.T) {
 			if err := d.StopTask(cfg.ID, 200*time.Millisecond, "SIGTERM"); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 5*time.Second, func() bool { return !pidAlive(child) })
+			waittest.Until(t, 5*time.Second, "the escaped child to die", func() bool { return !pidAlive(child) })
 			if err := d.DestroyTask(cfg.ID); err != nil {
 				t.Fatal(err)
 			}

@@ -277,12 +277,13 @@ func taskLimits(cfg *driver.TaskConfig, tc *taskConfig) (cgroups.Limits, error) 
 
 // startDirect runs the task as the agent's own child with its output
 // copied to cfg.Stdout and cfg.Stderr. Such a task cannot outlive the
-// agent's death with its output intact; the client uses the shim. On v2
-// the task is cloned into its cgroup. On v1 the agent cannot join the
-// task's cgroup for the fork (its other goroutines fork too), so the task
-// is moved in right after the start: for that moment, well under a
-// millisecond, it runs unlimited, and a child it forks in it stays
-// outside. Only tests start tasks this way.
+// agent's death with its output intact; the client uses the shim. The
+// task is inside its cgroup before its first instruction, so neither it
+// nor a child it forks at once ever runs outside (see
+// cgroups.Placement.StartStopped: cloned into it on v2; on v1, stopped at
+// its exec, moved in, then let go, since the agent cannot join the
+// cgroup for the fork while its other goroutines fork too). Only tests
+// start tasks this way.
 func (d *Driver) startDirect(cfg *driver.TaskConfig, tc *taskConfig, path string, env []string, cred *syscall.Credential, cg *cgroups.Cgroup) (*task, error) {
 	cmd := exec.Command(path, tc.Args...)
 	cmd.Args[0] = tc.Command
@@ -293,8 +294,8 @@ func (d *Driver) startDirect(cfg *driver.TaskConfig, tc *taskConfig, path string
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: cred}
 	cmd.WaitDelay = ioWaitDelay
 	var err error
-	if cg != nil && cg.Mode() == cgroups.ModeV2 {
-		err = cg.Placement().Start(cmd)
+	if cg != nil {
+		err = cg.Placement().StartStopped(cmd)
 	} else {
 		err = cmd.Start()
 	}
@@ -302,13 +303,6 @@ func (d *Driver) startDirect(cfg *driver.TaskConfig, tc *taskConfig, path string
 		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
 	}
 	pid := cmd.Process.Pid
-	if cg != nil && cg.Mode() == cgroups.ModeV1 {
-		if err := cg.AddPID(pid); err != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			return nil, fmt.Errorf("move task into its cgroup: %w", err)
-		}
-	}
 	startTicks, _ := processStartTime(pid)
 	h := &driver.TaskHandle{ID: cfg.ID, Driver: Name, PID: pid, StartTime: startTicks, StartedAt: time.Now()}
 	t := &task{id: cfg.ID, name: cfg.Name, handle: h, pid: pid, done: make(chan struct{}), cg: cg}

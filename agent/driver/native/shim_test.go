@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +75,7 @@ func TestShimTaskSurvivesDriverLoss(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() bool { return strings.Contains(readLog(t, cfg, "stdout"), "before") })
+	waittest.Until(t, 5*time.Second, `"before" in stdout`, func() bool { return strings.Contains(readLog(t, cfg, "stdout"), "before") })
 
 	d2 := newTestDriver(t)
 	if err := d2.RecoverTask(h, cfg); err != nil {
@@ -119,7 +120,7 @@ func TestShimStopSignalAndExec(t *testing.T) {
 	if _, err := d.StartTask(cfg); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() bool { return strings.Contains(readLog(t, cfg, "stdout"), "ready") })
+	waittest.Until(t, 5*time.Second, `"ready" in stdout`, func() bool { return strings.Contains(readLog(t, cfg, "stdout"), "ready") })
 
 	var out bytes.Buffer
 	code, err := d.ExecTask(context.Background(), cfg.ID, &driver.ExecOptions{Cmd: []string{"env"}, Stdout: &out})
@@ -141,7 +142,7 @@ func TestShimStopSignalAndExec(t *testing.T) {
 	if err := d.SignalTask(cfg.ID, "HUP"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, func() bool { return strings.Contains(readLog(t, cfg, "stdout"), "got HUP") })
+	waittest.Until(t, 5*time.Second, `"got HUP" in stdout`, func() bool { return strings.Contains(readLog(t, cfg, "stdout"), "got HUP") })
 	if err := d.SignalTask(cfg.ID, "SIGNOPE"); !errors.Is(err, driver.ErrInvalidConfig) {
 		t.Fatalf("unknown signal: %v", err)
 	}
@@ -157,16 +158,5 @@ func TestShimStopSignalAndExec(t *testing.T) {
 	}
 	if err := d.SignalTask(cfg.ID, "HUP"); !errors.Is(err, driver.ErrTaskNotFound) {
 		t.Fatalf("signal exited task: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s", within)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }

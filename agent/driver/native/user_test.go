@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,11 +92,11 @@ func TestExploitNativeTaskRunsAsRoot(t *testing.T) {
 	if _, err := d.StartTask(cfg); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { return strings.Contains(readLog(t, cfg, "stdout"), "\n") })
+	waittest.Until(t, 10*time.Second, "the task printed a line", func() bool { return strings.Contains(readLog(t, cfg, "stdout"), "\n") })
 	if out := readLog(t, cfg, "stdout"); out != "65534\n" {
 		t.Fatalf("task runs as uid %q, want nobody (65534)", strings.TrimSpace(out))
 	}
-	waitFor(t, 5*time.Second, func() bool { _, err := os.Stat(filepath.Join(cfg.TaskDir, "written-by-task")); return err == nil })
+	waittest.Until(t, 5*time.Second, "written-by-task exists", func() bool { _, err := os.Stat(filepath.Join(cfg.TaskDir, "written-by-task")); return err == nil })
 	fi, err := os.Stat(filepath.Join(cfg.TaskDir, "written-by-task"))
 	if err != nil {
 		t.Fatal(err)

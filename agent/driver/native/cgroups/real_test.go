@@ -1,8 +1,10 @@
 package cgroups
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,18 +49,6 @@ func removeParents(t *testing.T, m *Manager) {
 			}
 		}
 	})
-}
-
-// waitFor polls cond every 10 ms until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func pidGone(pid int) bool {
@@ -151,6 +141,82 @@ func TestV1Real(t *testing.T) {
 	}
 }
 
+// TestV1StartStoppedInsideFromTheStart: a task started by StartStopped
+// (the agent's own direct start on v1) is in its cgroup when its program
+// runs its first instruction: what it reads of /proc/self/cgroup at once,
+// and a child it forks at once, are inside; the starting process never
+// joins. A cgroup it cannot be moved into kills it and says so.
+func TestV1StartStoppedInsideFromTheStart(t *testing.T) {
+	needRoot(t, "/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/cpu/cpu.shares")
+	m := Detect(Config{Parent: testParent(t)})
+	removeParents(t, m)
+	if m.Mode() != ModeV1 {
+		t.Skipf("mode %s, not v1", m.Mode())
+	}
+	c, err := m.Create("alloc-v1/stopped", Limits{MemoryBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	before, _ := os.ReadFile("/proc/self/cgroup")
+	for i := 0; i < 5; i++ {
+		cmd := exec.Command("/bin/cat", "/proc/self/cgroup")
+		var out strings.Builder
+		cmd.Stdout = &out
+		if err := c.Placement().StartStopped(cmd); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		seen := ParseProcCgroup([]byte(out.String()))
+		for _, ctrl := range []string{"memory", "cpu"} {
+			if !strings.HasSuffix(seen[ctrl], "/alloc-v1.stopped") {
+				t.Fatalf("run %d: the task's first read says its %s cgroup is %q:\n%s", i, ctrl, seen[ctrl], out.String())
+			}
+		}
+	}
+	if after, _ := os.ReadFile("/proc/self/cgroup"); string(before) != string(after) {
+		t.Errorf("the starting process changed cgroups:\nbefore %s\nafter %s", before, after)
+	}
+	// A child forked at once, in a session of its own, is inside too.
+	cmd := exec.Command("/bin/sh", "-c", "setsid /bin/sleep 60 & echo $!; wait")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Placement().StartStopped(cmd); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	child, aerr := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || aerr != nil || child <= 0 {
+		t.Fatalf("the child's pid: %q (%v, %v)", line, err, aerr)
+	}
+	go func() { _ = cmd.Wait() }()
+	pids, err := c.Procs()
+	if err != nil || !slices.Contains(pids, child) {
+		t.Fatalf("cgroup procs %v (%v), want the forked child %d", pids, err, child)
+	}
+	if err := c.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Until(t, 5*time.Second, "the forked child gone", func() bool { return pidGone(child) })
+
+	// A placement whose directory is gone: the task is killed, never let
+	// run outside.
+	bad := c.Placement()
+	bad.Dirs = append([]string{filepath.Join(t.TempDir(), "no-such-cgroup")}, bad.Dirs...)
+	sleep := exec.Command("/bin/sleep", "60")
+	err = bad.StartStopped(sleep)
+	if err == nil || !strings.Contains(err.Error(), "no-such-cgroup") {
+		t.Fatalf("StartStopped into a missing cgroup: %v", err)
+	}
+	if sleep.Process != nil && !pidGone(sleep.Process.Pid) {
+		t.Fatalf("task %d left running after a failed placement", sleep.Process.Pid)
+	}
+}
+
 // TestV1KillFindsEscapedProcesses kills a cgroup whose processes are in
 // several sessions: a kill of one process group would miss some.
 func TestV1KillFindsEscapedProcesses(t *testing.T) {
@@ -179,7 +245,7 @@ func TestV1KillFindsEscapedProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, pid := range pids {
-		waitFor(t, 5*time.Second, "pid "+strconv.Itoa(pid)+" gone", func() bool { return pidGone(pid) })
+		waittest.Until(t, 5*time.Second, "pid "+strconv.Itoa(pid)+" gone", func() bool { return pidGone(pid) })
 	}
 }
 
@@ -219,7 +285,7 @@ func TestUnifiedRealPlacementAndKill(t *testing.T) {
 		t.Fatalf("this process is in the task cgroup: %s", own)
 	}
 	var pids []int
-	waitFor(t, 5*time.Second, "shell and its child in cgroup.procs", func() bool {
+	waittest.Until(t, 5*time.Second, "shell and its child in cgroup.procs", func() bool {
 		pids, _ = c.Procs()
 		return len(pids) == 2
 	})
@@ -236,7 +302,7 @@ func TestUnifiedRealPlacementAndKill(t *testing.T) {
 		t.Fatalf("shell ended with %v, want killed", err)
 	}
 	for _, pid := range pids {
-		waitFor(t, 5*time.Second, "pid "+strconv.Itoa(pid)+" gone", func() bool { return pidGone(pid) })
+		waittest.Until(t, 5*time.Second, "pid "+strconv.Itoa(pid)+" gone", func() bool { return pidGone(pid) })
 	}
 	if err := c.Destroy(); err != nil {
 		t.Fatal(err)

@@ -52,30 +52,31 @@ type jobsView struct {
 	StatusCounts []countItem
 }
 
-// queuedCount is how many allocations of the job's groups are still
-// wanted: the groups' counts less the allocations that are meant to run
-// and have not failed or been lost. A stopped job queues nothing.
-func queuedCount(job *structs.Job, allocs []*structs.Allocation) (total int, byGroup map[string]int) {
+// queuedCount is how many allocations of the job's groups wait to be
+// placed, as the CLI's job status and the evaluations say it: the newest
+// evaluation's QueuedAllocations per group. A stopped job queues nothing,
+// and neither does a group whose failed allocations the scheduler will not
+// replace (a dead batch job): counting the group's count less its live
+// allocations would call those queued, which no evaluation says.
+func queuedCount(job *structs.Job, evals []*structs.Evaluation) (total int, byGroup map[string]int) {
 	byGroup = map[string]int{}
 	if job.Stop {
 		return 0, byGroup
 	}
-	live := map[string]int{}
-	for _, a := range allocs {
-		if a.DesiredStatus != structs.AllocDesiredStatusRun {
-			continue
+	var newest *structs.Evaluation
+	for _, e := range evals {
+		if e != nil && (newest == nil || e.CreateIndex > newest.CreateIndex) {
+			newest = e
 		}
-		switch a.ClientStatus {
-		case structs.AllocClientStatusFailed, structs.AllocClientStatusLost:
-			continue
-		}
-		live[a.TaskGroup]++
+	}
+	if newest == nil {
+		return 0, byGroup
 	}
 	for _, tg := range job.TaskGroups {
 		if tg == nil {
 			continue
 		}
-		if q := tg.Count - live[tg.Name]; q > 0 {
+		if q := newest.QueuedAllocations[tg.Name]; q > 0 {
 			byGroup[tg.Name] = q
 			total += q
 		}
@@ -175,12 +176,12 @@ func (u *ui) jobsPage(r *http.Request) (string, pageData, error) {
 		for _, a := range byJob[j.ID] {
 			row.Allocs.add(a)
 		}
-		row.Queued, _ = queuedCount(j, byJob[j.ID])
+		evals, _, err := u.h.srv.JobEvaluations(r.Context(), j.ID, q)
+		if err != nil {
+			return "", nil, err
+		}
+		row.Queued, _ = queuedCount(j, evals)
 		if row.Queued > 0 {
-			evals, _, err := u.h.srv.JobEvaluations(r.Context(), j.ID, q)
-			if err != nil {
-				return "", nil, err
-			}
 			row.QueuedReason = queuedReason(evals)
 		}
 		status[j.Status]++
@@ -192,75 +193,6 @@ func (u *ui) jobsPage(r *http.Request) (string, pageData, error) {
 		}
 	}
 	return "jobs", v, nil
-}
-
-// allocRow is an allocation in a list.
-type allocRow struct {
-	ID, Short, Name, JobID, Group string
-	NodeID, NodeName              string
-	Desired, Client, Created      string
-	GPUs                          []string
-	// Restartable is set for a running allocation when the API can
-	// restart it, with Restart's method and path.
-	Restartable bool
-	Restart     restartRoute
-}
-
-func (u *ui) allocRow(a *structs.Allocation, restart restartRoute) allocRow {
-	row := allocRow{
-		ID: a.ID, Short: shortID(a.ID), Name: a.Name, JobID: a.JobID, Group: a.TaskGroup,
-		NodeID: a.NodeID, NodeName: a.NodeName, Desired: a.DesiredStatus, Client: a.ClientStatus,
-		Created:     fmtNanoTime(a.CreateTime),
-		Restartable: restart.Method != "" && a.ClientStatus == structs.AllocClientStatusRunning,
-		Restart:     restart,
-	}
-	if row.NodeName == "" {
-		row.NodeName = shortID(a.NodeID)
-	}
-	if a.AllocatedResources != nil {
-		tasks := make([]string, 0, len(a.AllocatedResources.Tasks))
-		for t := range a.AllocatedResources.Tasks {
-			tasks = append(tasks, t)
-		}
-		sort.Strings(tasks)
-		for _, t := range tasks {
-			tr := a.AllocatedResources.Tasks[t]
-			if tr == nil {
-				continue
-			}
-			for _, d := range tr.Devices {
-				if d == nil {
-					continue
-				}
-				for _, id := range d.DeviceIDs {
-					s := id
-					if d.MemoryMB > 0 {
-						s += fmt.Sprintf(" (%d MiB)", d.MemoryMB)
-					}
-					row.GPUs = append(row.GPUs, s)
-				}
-			}
-		}
-	}
-	return row
-}
-
-// restartRoute is how this build restarts an allocation: the method and
-// the path with "{id}" for the allocation ID, or zero when it cannot.
-type restartRoute struct{ Method, Path string }
-
-// canRestart finds the allocation restart route, trying GPUlayer's
-// /v1/allocation/{id}/restart and Nomad's /v1/client/allocation/{id}/restart
-// with PUT and POST.
-func (u *ui) canRestart() restartRoute {
-	for _, path := range []string{"/v1/allocation/{id}/restart", "/v1/client/allocation/{id}/restart"} {
-		for _, m := range []string{http.MethodPut, http.MethodPost} {
-			if u.h.hasRoute(m, strings.Replace(path, "{id}", "x", 1)) {
-				return restartRoute{m, path}
-			}
-		}
-	}
-	return restartRoute{}
 }
 
 type taskSummary struct {
@@ -318,7 +250,7 @@ func (u *ui) jobPage(r *http.Request) (string, pageData, error) {
 	v := &jobView{pageBase: pageBase{Nav: "jobs", StreamTopics: []string{
 		structs.TopicJob + ":" + id, structs.TopicAllocation + ":" + id, structs.TopicEvaluation + ":" + id,
 	}}, Job: job}
-	_, queued := queuedCount(job, allocs)
+	_, queued := queuedCount(job, evals)
 	for _, tg := range job.TaskGroups {
 		if tg == nil {
 			continue
@@ -334,7 +266,7 @@ func (u *ui) jobPage(r *http.Request) (string, pageData, error) {
 				var devs []string
 				for _, d := range t.Resources.Devices {
 					if d != nil {
-						devs = append(devs, fmt.Sprintf("%d× %s", d.Count, d.Name))
+						devs = append(devs, deviceRequestText(d))
 					}
 				}
 				ts.Devices = strings.Join(devs, ", ")
@@ -383,4 +315,19 @@ func (u *ui) jobPage(r *http.Request) (string, pageData, error) {
 		v.Evals = append(v.Evals, row)
 	}
 	return "job", v, nil
+}
+
+// deviceRequestText says what a task asks of a device in words: "2×
+// nvidia/gpu" for whole devices, "4 GiB share of nvidia/gpu" for a share
+// of one device's memory (MemoryMB above zero), in MiB below 1 GiB or when
+// not a whole number of GiB.
+func deviceRequestText(d *structs.RequestedDevice) string {
+	if d.MemoryMB > 0 {
+		size := fmt.Sprintf("%d MiB", d.MemoryMB)
+		if d.MemoryMB%1024 == 0 {
+			size = fmt.Sprintf("%d GiB", d.MemoryMB/1024)
+		}
+		return size + " share of " + d.Name
+	}
+	return fmt.Sprintf("%d× %s", d.Count, d.Name)
 }
