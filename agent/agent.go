@@ -124,8 +124,9 @@ func (a *Agent) start() error {
 			servers = a.server
 		} else {
 			conn, err := client.NewHTTPServerConn(client.HTTPServerConnConfig{
-				Servers: cfg.Client.Servers,
-				Logger:  a.logger.Named("client").Named("servers"),
+				Servers:       cfg.Client.Servers,
+				Logger:        a.logger.Named("client").Named("servers"),
+				RegisterToken: cfg.ACLToken(),
 			})
 			if err != nil {
 				return fmt.Errorf("%w: client.servers: %v", ErrConfig, err)
@@ -175,8 +176,20 @@ func (a *Agent) start() error {
 	}
 
 	hcfg := agenthttp.Config{
-		Logger: a.logger,
-		Self:   a.self,
+		Logger:     a.logger,
+		Self:       a.self,
+		ACLEnabled: cfg.ACLEnabled(),
+	}
+	if hcfg.ACLEnabled && a.server == nil {
+		// A client-only agent has no state: it asks its servers.
+		res, err := agenthttp.NewRemoteResolver(agenthttp.RemoteResolverConfig{Servers: cfg.Client.Servers})
+		if err != nil {
+			return fmt.Errorf("%w: client.servers: %v", ErrConfig, err)
+		}
+		hcfg.Resolver = res
+	}
+	if !cfg.DevMode && !hcfg.ACLEnabled {
+		a.logger.Warn("ACLS ARE DISABLED (acl { enabled = false }): every caller that reaches this agent's HTTP API may run jobs, exec into tasks and change the cluster; do not run this way on a network")
 	}
 	if a.server != nil {
 		hcfg.Server = a.server

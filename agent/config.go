@@ -50,6 +50,8 @@ type Config struct {
 	Ports  *Ports        `hcl:"ports,block"`
 	Server *ServerConfig `hcl:"server,block"`
 	Client *ClientConfig `hcl:"client,block"`
+	// ACL is the acl block (config_acl.go): on by default outside dev mode.
+	ACL *ACLConfig `hcl:"acl,block"`
 
 	// DevMode runs server and client in one process bound to loopback.
 	DevMode bool
@@ -257,6 +259,7 @@ func (c *Config) Merge(o *Config) {
 		}
 		c.Server.mergeGC(s)
 	}
+	c.mergeACL(o.ACL)
 	if cl := o.Client; cl != nil {
 		c.Client.Enabled = c.Client.Enabled || cl.Enabled
 		if cl.NodeClass != "" {
@@ -314,6 +317,7 @@ func (c *Config) Validate() error {
 		p = append(p, fmt.Sprintf("server.bootstrap_expect: must be at least 1, got %d", c.Server.BootstrapExpect))
 	}
 	p = append(p, c.validateCluster()...)
+	p = append(p, c.validateACL()...)
 	p = append(p, c.Server.validateGC()...)
 	if c.Client.DevGPUs != nil && (*c.Client.DevGPUs < 0 || *c.Client.DevGPUs > 64) {
 		p = append(p, fmt.Sprintf("client.dev_gpus: must be between 0 and 64, got %d", *c.Client.DevGPUs))

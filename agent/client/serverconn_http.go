@@ -42,6 +42,10 @@ type HTTPServerConnConfig struct {
 	RequestTimeout time.Duration
 	// Logger defaults to a null logger.
 	Logger hclog.Logger
+	// RegisterToken is the ACL token secret (agent config acl.token) sent
+	// in X-Nomad-Token on node registration; with ACLs on, registering
+	// needs a token with node write rights. Empty sends none.
+	RegisterToken string
 }
 
 // HTTPServerConn is the ServerConn of a client agent without a local
@@ -59,6 +63,9 @@ type HTTPServerConn struct {
 	http    *http.Client
 	timeout time.Duration
 	logger  hclog.Logger
+
+	// registerToken is sent in X-Nomad-Token on node registration.
+	registerToken string
 
 	mu      sync.Mutex
 	current int
@@ -79,6 +86,8 @@ func NewHTTPServerConn(cfg HTTPServerConnConfig) (*HTTPServerConn, error) {
 		timeout: cfg.RequestTimeout,
 		logger:  cfg.Logger,
 		secrets: map[string]string{},
+
+		registerToken: cfg.RegisterToken,
 	}
 	for i, s := range cfg.Servers {
 		u, err := ParseServerAddr(s)
@@ -304,6 +313,9 @@ func (c *HTTPServerConn) try(ctx context.Context, base *url.URL, method, path st
 	}
 	if secret != "" {
 		req.Header.Set(structs.HeaderNodeSecret, secret)
+	}
+	if path == "/v1/node/register" && c.registerToken != "" {
+		req.Header.Set("X-Nomad-Token", c.registerToken)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -77,6 +77,12 @@ type Config struct {
 	// MaxBodyBytes caps request bodies, in bytes; zero means
 	// DefaultMaxBodyBytes (1 MiB). Larger bodies get 413.
 	MaxBodyBytes int64
+	// ACLEnabled turns on the token check of every route (auth.go).
+	ACLEnabled bool
+	// Resolver resolves token secrets when ACLEnabled; nil means Server,
+	// which must then implement TokenResolver. A client-only agent passes
+	// NewRemoteResolver.
+	Resolver TokenResolver
 }
 
 // handler is the API: a ServeMux with JSON errors for unknown routes and
@@ -87,7 +93,10 @@ type handler struct {
 	logger  hclog.Logger
 	self    func() map[string]interface{}
 	maxBody int64
-	mux     *http.ServeMux
+	mux     *routeMux
+	// aclEnabled and resolver drive the one ACL check (auth.go).
+	aclEnabled bool
+	resolver   TokenResolver
 	// cluster and fwd serve the HA routes and forward writes to the
 	// leader when the server implements ClusterServer (cluster.go,
 	// forward.go); nil otherwise.
@@ -116,7 +125,17 @@ func New(cfg Config) (http.Handler, error) {
 		logger:  logger.Named("http"),
 		self:    cfg.Self,
 		maxBody: cfg.MaxBodyBytes,
-		mux:     http.NewServeMux(),
+		mux:     newRouteMux(),
+
+		aclEnabled: cfg.ACLEnabled,
+		resolver:   cfg.Resolver,
+	}
+	if h.aclEnabled && h.resolver == nil {
+		r, ok := cfg.Server.(TokenResolver)
+		if !ok {
+			return nil, errors.New("http: ACLs enabled without a token Resolver")
+		}
+		h.resolver = r
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -136,6 +155,7 @@ func (h *handler) routes() {
 		return
 	}
 	h.nodeRoutes()
+	h.aclRoutes()
 	h.clusterRoutes()
 	h.systemRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
@@ -177,7 +197,8 @@ func (h *handler) handle(pattern string, fn apiFunc) {
 
 // ServeHTTP logs the request and dispatches it. Requests the mux does not
 // route (unknown path, wrong method) get a JSON error body.
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *handler) ServeHTTP(w http.ResponseWriter, r0 *http.Request) {
+	r := r0
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	route, pattern := h.mux.Handler(r)
@@ -194,6 +215,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sw.Header().Set("Allow", allow)
 		}
 		h.writeError(sw, r, routeError(rec.status, r))
+		return
+	}
+	r, err := h.authorize(r, pattern)
+	if err != nil {
+		h.writeError(sw, r0, err)
 		return
 	}
 	if h.maybeForward(sw, r, pattern) {

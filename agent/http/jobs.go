@@ -22,6 +22,9 @@ func (h *handler) jobRegister(w http.ResponseWriter, r *http.Request) (interface
 	if req.Job == nil {
 		return nil, badRequest("request body has no Job; want {\"Job\": {...}}")
 	}
+	if err := h.checkJobSubmit(r, req.Job.ID, req.Job.Namespace); err != nil {
+		return nil, err
+	}
 	resp, err := h.srv.JobRegister(r.Context(), convert.JobToStructs(req.Job))
 	if err != nil {
 		return nil, err
