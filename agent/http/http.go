@@ -197,8 +197,7 @@ func (h *handler) handle(pattern string, fn apiFunc) {
 
 // ServeHTTP logs the request and dispatches it. Requests the mux does not
 // route (unknown path, wrong method) get a JSON error body.
-func (h *handler) ServeHTTP(w http.ResponseWriter, r0 *http.Request) {
-	r := r0
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	route, pattern := h.mux.Handler(r)
@@ -217,15 +216,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r0 *http.Request) {
 		h.writeError(sw, r, routeError(rec.status, r))
 		return
 	}
-	r, err := h.authorize(r, pattern)
+	ar, err := h.authorize(r, pattern)
 	if err != nil {
-		h.writeError(sw, r0, err)
+		h.writeError(sw, r, err)
 		return
 	}
-	if h.maybeForward(sw, r, pattern) {
+	if h.maybeForward(sw, ar, pattern) {
 		return
 	}
-	h.mux.ServeHTTP(sw, r)
+	h.mux.ServeHTTP(sw, ar)
 }
 
 // statusWriter remembers the status code for the request log and passes
