@@ -270,3 +270,31 @@ func (a *aclRoutes) nodeSecretRotate(w http.ResponseWriter, r *http.Request) (in
 	}
 	return NodeSecretRotateResponse{NodeID: id, SecretID: secret}, nil
 }
+
+// nodeSecretRotator is implemented by clients that can rotate their own
+// node secret (*client.Client).
+type nodeSecretRotator interface {
+	RotateNodeSecret(ctx context.Context) error
+}
+
+// clientSecretRoutes registers PUT /v1/client/node/secret/rotate on agents
+// whose client can rotate its node secret: the client asks its servers for
+// a new secret with its current one and keeps working with the new one
+// (`gpulayer node secret rotate` calls it). The answer names the node,
+// never the secret.
+func (h *handler) clientSecretRoutes() {
+	rot, ok := h.client.(nodeSecretRotator)
+	if !ok {
+		return
+	}
+	h.handle("PUT /v1/client/node/secret/rotate", func(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+		if err := rot.RotateNodeSecret(r.Context()); err != nil {
+			return nil, err
+		}
+		var id string
+		if n := h.client.Node(); n != nil {
+			id = n.ID
+		}
+		return map[string]string{"NodeID": id}, nil
+	})
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -170,8 +171,14 @@ var routeACL = map[string]routeRule{
 	"GET /ui/run":             {access: accessUI},
 }
 
-// errPermissionDenied is Nomad's 403 body text.
-var errPermissionDenied = fmt.Errorf("Permission denied: %w", structs.ErrPermissionDenied)
+// errPermissionDenied is the refusal of a caller without the right: its
+// text is Nomad's 403 body, "Permission denied".
+var errPermissionDenied error = permissionDenied{}
+
+type permissionDenied struct{}
+
+func (permissionDenied) Error() string        { return "Permission denied" }
+func (permissionDenied) Is(target error) bool { return target == structs.ErrPermissionDenied }
 
 // aclCtxKey carries the caller's resolved ACL and token in the request
 // context (see aclFrom).
@@ -227,6 +234,9 @@ func (h *handler) authorize(r *http.Request, pattern string) (*http.Request, err
 	if !h.aclEnabled {
 		return r, nil
 	}
+	// The mux sets path values only when it serves the request; the check
+	// needs them now.
+	r = withPathValues(r, pattern)
 	switch rule.access {
 	case accessPublic, accessBootstrap:
 		return r, nil
@@ -420,4 +430,35 @@ func (m *routeMux) Handle(pattern string, handler http.Handler) {
 func (m *routeMux) HandleFunc(pattern string, fn func(http.ResponseWriter, *http.Request)) {
 	m.patterns = append(m.patterns, pattern)
 	m.ServeMux.HandleFunc(pattern, fn)
+}
+
+// withPathValues returns r with the wildcards of pattern ("GET
+// /v1/job/{id}") set from r's path, as the mux will set them.
+func withPathValues(r *http.Request, pattern string) *http.Request {
+	_, pat, ok := strings.Cut(pattern, " ")
+	if !ok || !strings.Contains(pat, "{") {
+		return r
+	}
+	psegs := strings.Split(strings.TrimPrefix(pat, "/"), "/")
+	rsegs := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+	r = r.Clone(r.Context())
+	for i, ps := range psegs {
+		if !strings.HasPrefix(ps, "{") || !strings.HasSuffix(ps, "}") || i >= len(rsegs) {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(ps, "{"), "}")
+		val := rsegs[i]
+		if strings.HasSuffix(name, "...") {
+			name = strings.TrimSuffix(name, "...")
+			val = strings.Join(rsegs[i:], "/")
+		}
+		if name == "$" {
+			continue
+		}
+		if u, err := url.PathUnescape(val); err == nil {
+			val = u
+		}
+		r.SetPathValue(name, val)
+	}
+	return r
 }

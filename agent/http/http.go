@@ -150,6 +150,7 @@ func New(cfg Config) (http.Handler, error) {
 // routes registers every /v1/ route; one file per resource holds the
 // handlers.
 func (h *handler) routes() {
+	h.clientSecretRoutes()
 	if h.srv == nil {
 		h.clientOnlyRoutes()
 		return
