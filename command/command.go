@@ -90,6 +90,21 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"operator snapshot restore": func() (cli.Command, error) { return &OperatorSnapshotRestoreCommand{Meta: m}, nil },
 		"operator gossip":           func() (cli.Command, error) { return &OperatorGossipCommand{Meta: m}, nil },
 		"operator gossip keygen":    func() (cli.Command, error) { return &OperatorGossipKeygenCommand{Meta: m}, nil },
+		// ACLs and node identity.
+		"acl":                func() (cli.Command, error) { return &ACLCommand{Meta: m}, nil },
+		"acl bootstrap":      func() (cli.Command, error) { return &ACLBootstrapCommand{Meta: m}, nil },
+		"acl policy":         func() (cli.Command, error) { return &ACLPolicyCommand{Meta: m}, nil },
+		"acl policy apply":   func() (cli.Command, error) { return &ACLPolicyApplyCommand{Meta: m}, nil },
+		"acl policy list":    func() (cli.Command, error) { return &ACLPolicyListCommand{Meta: m}, nil },
+		"acl policy info":    func() (cli.Command, error) { return &ACLPolicyInfoCommand{Meta: m}, nil },
+		"acl policy delete":  func() (cli.Command, error) { return &ACLPolicyDeleteCommand{Meta: m}, nil },
+		"acl token":          func() (cli.Command, error) { return &ACLTokenCommand{Meta: m}, nil },
+		"acl token create":   func() (cli.Command, error) { return &ACLTokenCreateCommand{Meta: m}, nil },
+		"acl token list":     func() (cli.Command, error) { return &ACLTokenListCommand{Meta: m}, nil },
+		"acl token info":     func() (cli.Command, error) { return &ACLTokenInfoCommand{Meta: m}, nil },
+		"acl token self":     func() (cli.Command, error) { return &ACLTokenSelfCommand{Meta: m}, nil },
+		"acl token delete":   func() (cli.Command, error) { return &ACLTokenDeleteCommand{Meta: m}, nil },
+		"node secret rotate": func() (cli.Command, error) { return &NodeSecretRotateCommand{Meta: m}, nil },
 	}
 	return cmds
 }
@@ -109,8 +124,9 @@ type Meta struct {
 	// answers without blocking; zero means 500 milliseconds.
 	PollInterval time.Duration
 
-	// address and jsonOutput are set by the common flags.
+	// address, token and jsonOutput are set by the common flags.
 	address    string
+	token      string
 	jsonOutput bool
 	// verbose is set by -verbose where a command has it.
 	verbose bool

@@ -29,6 +29,7 @@ func (m *Meta) flagSet(name string, withJSON bool) *flag.FlagSet {
 		def = api.DefaultAddress
 	}
 	fs.StringVar(&m.address, "address", def, "")
+	fs.StringVar(&m.token, "token", api.EnvToken(), "")
 	if withJSON {
 		fs.BoolVar(&m.jsonOutput, "json", false, "")
 	}
@@ -42,6 +43,10 @@ General Options:
   -address=<addr>
     The address of the GPUlayer agent. Overrides the GPULAYER_ADDR
     environment variable. Default: http://127.0.0.1:4656.
+
+  -token=<secret>
+    The ACL token's SecretID. Overrides the GPULAYER_TOKEN environment
+    variable (NOMAD_TOKEN is read too). Not needed with -dev.
 `
 
 // jsonOption is the help text of -json.
@@ -52,7 +57,7 @@ const jsonOption = `
 
 // client returns an API client for -address.
 func (m *Meta) client() (*api.Client, error) {
-	return api.NewClient(&api.Config{Address: m.address})
+	return api.NewClient(&api.Config{Address: m.address, Token: m.token})
 }
 
 // optionsOnly parses args with fs for a command that takes options but no

@@ -219,6 +219,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ar, err := h.authorize(r, pattern)
 	if err != nil {
+		// A token this follower does not know yet may be newer than its
+		// state: a write goes to the leader, which checks it again with
+		// the newest state. Anything the follower would run itself is
+		// refused.
+		if errors.Is(err, structs.ErrACLTokenNotFound) && h.cluster != nil && leaderRoutes[pattern] && !h.cluster.IsLeader() {
+			if h.maybeForward(sw, r, pattern) {
+				return
+			}
+		}
 		h.writeError(sw, r, err)
 		return
 	}
