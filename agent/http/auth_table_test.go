@@ -43,7 +43,7 @@ operator { policy = "read" }
 	anonymousPolicyRules = `namespace "default" { policy = "read" }`
 )
 
-func newACLFixture(t *testing.T) *aclFixture {
+func newACLFixture(t testing.TB) *aclFixture {
 	t.Helper()
 	c := servertest.NewCluster(t, 1)
 	c.WaitForLeader()
