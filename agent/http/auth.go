@@ -215,7 +215,9 @@ func requestToken(r *http.Request, allowCookie bool) string {
 	}
 	if allowCookie {
 		if c, err := r.Cookie(uiTokenCookie); err == nil {
-			return strings.TrimSpace(c.Value)
+			if v, err := url.QueryUnescape(c.Value); err == nil {
+				return strings.TrimSpace(v)
+			}
 		}
 	}
 	return ""

@@ -297,3 +297,28 @@ func (s staticResolver) ResolveToken(string) (*structs.ACL, *structs.ACLToken, e
 type rotatingClient struct{ fakeClient }
 
 func (c *rotatingClient) RotateNodeSecret(ctx context.Context) error { return nil }
+
+// TestUIPagesTakeTheTokenCookie: a UI page without a token answers the
+// login page (403, HTML); with the token in the gpulayer-token cookie it
+// renders; an API route ignores the cookie (no cross-site ride).
+func TestUIPagesTakeTheTokenCookie(t *testing.T) {
+	f := newACLFixture(t)
+	get := func(path, cookie string) (int, string) {
+		req := httptest.NewRequest("GET", path, nil)
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: uiTokenCookie, Value: cookie})
+		}
+		rec := httptest.NewRecorder()
+		f.serverAPI.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get("/ui/jobs", ""); code != http.StatusForbidden || !strings.Contains(body, `data-action="save-token"`) {
+		t.Fatalf("UI page without a token: %d %.200s", code, body)
+	}
+	if code, body := get("/ui/jobs", f.readTok.SecretID); code != http.StatusOK || !strings.Contains(body, f.jobID) {
+		t.Fatalf("UI page with the cookie: %d %.200s", code, body)
+	}
+	if code, _ := get("/v1/jobs", f.mgmt.SecretID); code != http.StatusForbidden {
+		t.Fatalf("API route answered a cookie-only request: %d", code)
+	}
+}

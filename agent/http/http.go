@@ -228,7 +228,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		h.writeError(sw, r, err)
+		h.writeAuthError(sw, r, pattern, err)
 		return
 	}
 	if h.maybeForward(sw, ar, pattern) {
