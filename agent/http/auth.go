@@ -59,7 +59,8 @@ const (
 	accessTokenRead
 	// accessPolicyRead: management, or a token holding policy {name}.
 	accessPolicyRead
-	// accessEventStream needs read-job in the namespace and node read.
+	// accessEventStream needs a token that grants something; each event
+	// is then filtered by the token's rights (filterEvents).
 	accessEventStream
 	// accessUI needs read-job in the "default" namespace; the token may
 	// come from the UI cookie.
@@ -293,7 +294,9 @@ func (h *handler) allowed(r *http.Request, rule routeRule, acl *structs.ACL, tok
 		}
 		return false
 	case accessEventStream:
-		return acl.AllowNamespaceOp(h.requestNamespace(r, nsQuery), structs.NamespaceCapabilityReadJob) && acl.AllowNodeRead()
+		// Any token that grants something; the stream then carries only
+		// the events it may read (filterEvents).
+		return acl.IsManagement() || acl != structs.DenyAllACL
 	case accessUI:
 		return acl.AllowNamespaceOp("default", structs.NamespaceCapabilityReadJob)
 	}
@@ -463,4 +466,41 @@ func withPathValues(r *http.Request, pattern string) *http.Request {
 		r.SetPathValue(name, val)
 	}
 	return r
+}
+
+// filterEvents returns batch without the events the caller's ACL may not
+// read: job, allocation and evaluation events need read-job in the
+// object's namespace, node events node read. The batch is shared by every
+// subscriber, so a filtered one is a copy; nil when nothing is left.
+func filterEvents(r *http.Request, batch *structs.EventBatch) *structs.EventBatch {
+	acl, _ := aclFrom(r)
+	if batch == nil || acl.IsManagement() {
+		return batch
+	}
+	out := &structs.EventBatch{Index: batch.Index}
+	for _, e := range batch.Events {
+		if e != nil && eventAllowed(acl, e) {
+			out.Events = append(out.Events, e)
+		}
+	}
+	if len(out.Events) == 0 {
+		return nil
+	}
+	return out
+}
+
+func eventAllowed(acl *structs.ACL, e *structs.Event) bool {
+	p := e.Payload
+	read := func(ns string) bool { return acl.AllowNamespaceOp(nsOrDefault(ns), structs.NamespaceCapabilityReadJob) }
+	switch {
+	case p.Node != nil:
+		return acl.AllowNodeRead()
+	case p.Job != nil:
+		return read(p.Job.Namespace)
+	case p.Allocation != nil:
+		return read(allocNamespace(p.Allocation))
+	case p.Evaluation != nil:
+		return read(p.Evaluation.Namespace)
+	}
+	return false
 }

@@ -115,7 +115,7 @@ func expectAllowed(rule routeRule, who string) bool {
 	switch rule.access {
 	case accessPublic, accessBootstrap:
 		return true
-	case accessAuthenticated:
+	case accessAuthenticated, accessEventStream:
 		return who == "anonymous-policy" || who == "read" || who == "ns-write" || mgmt
 	case accessNamespace:
 		readCaps := map[string]bool{structs.NamespaceCapabilityListJobs: true, structs.NamespaceCapabilityParseJob: true, structs.NamespaceCapabilityReadJob: true}
@@ -126,7 +126,7 @@ func expectAllowed(rule routeRule, who string) bool {
 			return readCaps[rule.cap]
 		}
 		return false
-	case accessNodeRead, accessAgentRead, accessOperatorRead, accessTokenRead, accessPolicyRead, accessEventStream:
+	case accessNodeRead, accessAgentRead, accessOperatorRead, accessTokenRead, accessPolicyRead:
 		return who == "read" || mgmt
 	case accessNodeWrite, accessAgentWrite, accessOperatorWrite, accessManagement:
 		return mgmt
@@ -320,5 +320,29 @@ func TestUIPagesTakeTheTokenCookie(t *testing.T) {
 	}
 	if code, _ := get("/v1/jobs", f.mgmt.SecretID); code != http.StatusForbidden {
 		t.Fatalf("API route answered a cookie-only request: %d", code)
+	}
+}
+
+// TestEventStreamFiltersByACL: a token with read-job in "default" only
+// sees the events of that namespace and no node events.
+func TestEventStreamFiltersByACL(t *testing.T) {
+	nsJob := &structs.Job{ID: "a", Namespace: "default"}
+	prodJob := &structs.Job{ID: "b", Namespace: "prod"}
+	batch := &structs.EventBatch{Index: 7, Events: []*structs.Event{
+		{Topic: structs.TopicJob, Key: "a", Payload: structs.EventPayload{Job: nsJob}},
+		{Topic: structs.TopicJob, Key: "b", Payload: structs.EventPayload{Job: prodJob}},
+		{Topic: structs.TopicNode, Key: "n", Payload: structs.EventPayload{Node: &structs.Node{ID: "n"}}},
+		{Topic: structs.TopicAllocation, Key: "x", Payload: structs.EventPayload{Allocation: &structs.Allocation{ID: "x", Namespace: "prod"}}},
+	}}
+	acl := structs.NewACL([]*structs.ACLPolicyRules{{Namespaces: []*structs.ACLNamespaceRule{{Name: "default", Policy: structs.PolicyRead}}}})
+	r := httptest.NewRequest("GET", "/v1/event/stream", nil)
+	r = r.WithContext(context.WithValue(r.Context(), aclCtxKey{}, &aclCtx{acl: acl}))
+	out := filterEvents(r, batch)
+	if out == nil || len(out.Events) != 1 || out.Events[0].Key != "a" || len(batch.Events) != 4 {
+		t.Fatalf("filtered batch %+v (shared batch now %d events)", out, len(batch.Events))
+	}
+	mr := httptest.NewRequest("GET", "/v1/event/stream", nil)
+	if got := filterEvents(mr, batch); got != batch {
+		t.Fatal("ACLs off (management): the batch was filtered")
 	}
 }
