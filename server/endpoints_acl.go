@@ -288,18 +288,30 @@ func (s *Server) ACLTokenGet(ctx context.Context, accessor string, q *structs.Qu
 	return t.Copy(), meta, nil
 }
 
+// maxNodeSecretLen bounds a node secret a client proposes, in bytes.
+const maxNodeSecretLen = 128
+
 // NodeSecretRotate gives the node a new secret through Raft and returns
-// it; from that entry on the old secret is refused. The caller (the node's
-// own client, proven by its current secret) stores the new one. Errors
-// wrap structs.ErrNotFound for an unknown node.
-func (s *Server) NodeSecretRotate(ctx context.Context, nodeID string) (string, error) {
+// it; from that entry on the old secret is refused. secret is the new
+// secret the node's own client proposes (so it can tell, when the answer
+// is lost, whether the rotation happened), or "" for one made here. The
+// caller (the node's client, proven by its current secret) stores it.
+// Errors wrap structs.ErrNotFound for an unknown node and
+// structs.ErrInvalid for a proposed secret shorter than 16 or longer than
+// 128 bytes.
+func (s *Server) NodeSecretRotate(ctx context.Context, nodeID, secret string) (string, error) {
+	if secret != "" && (len(secret) < 16 || len(secret) > maxNodeSecretLen) {
+		return "", fmt.Errorf("%w: SecretID: %d bytes, want 16 to %d", structs.ErrInvalid, len(secret), maxNodeSecretLen)
+	}
 	if l, fctx := s.forwardTarget(ctx); l != nil {
-		return l.NodeSecretRotate(fctx, nodeID)
+		return l.NodeSecretRotate(fctx, nodeID, secret)
 	}
 	if err := s.checkLeader(); err != nil {
 		return "", err
 	}
-	secret := structs.GenerateUUID()
+	if secret == "" {
+		secret = structs.GenerateUUID()
+	}
 	if _, _, err := s.raftApply(structs.NodeSecretRotateRequestType, &structs.NodeSecretRotateRequest{NodeID: nodeID, SecretID: secret}); err != nil {
 		if errors.Is(err, structs.ErrNotFound) {
 			return "", err

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -14,7 +15,7 @@ import (
 // node a new secret: *server.Server in-process and HTTPServerConn (PUT
 // /v1/node/{id}/secret/rotate, authenticated by the current secret).
 type secretRotator interface {
-	NodeSecretRotate(ctx context.Context, nodeID string) (string, error)
+	NodeSecretRotate(ctx context.Context, nodeID, secret string) (string, error)
 }
 
 // RotateNodeSecret asks the servers for a new node secret, then stores it
@@ -33,7 +34,7 @@ func (c *Client) RotateNodeSecret(ctx context.Context) error {
 	c.regMu.Lock()
 	defer c.regMu.Unlock()
 	id := c.nodeID()
-	secret, err := rot.NodeSecretRotate(ctx, id)
+	secret, err := rot.NodeSecretRotate(ctx, id, structs.GenerateUUID())
 	if err != nil {
 		return fmt.Errorf("rotate node secret: %w", err)
 	}
@@ -64,15 +65,32 @@ func writeSecretFile(dir, name, value string) error {
 }
 
 // NodeSecretRotate implements secretRotator: PUT
-// /v1/node/{id}/secret/rotate with the node's current secret; the new one
-// is used for every later call.
-func (c *HTTPServerConn) NodeSecretRotate(ctx context.Context, nodeID string) (string, error) {
+// /v1/node/{id}/secret/rotate with the node's current secret, proposing
+// secret; the new one is used for every later call. When the call fails
+// without a refusal (the answer may have been lost after the servers
+// recorded it), a heartbeat with the proposed secret tells whether the
+// rotation happened, so the client is never left holding a secret the
+// servers no longer accept.
+func (c *HTTPServerConn) NodeSecretRotate(ctx context.Context, nodeID, secret string) (string, error) {
 	var out struct {
 		NodeID   string
 		SecretID string
 	}
 	path := "/v1/node/" + url.PathEscape(nodeID) + "/secret/rotate"
-	if _, err := c.call(ctx, "PUT", path, nil, nodeID, struct{}{}, &out, 0); err != nil {
+	if _, err := c.call(ctx, "PUT", path, nil, nodeID, struct{ SecretID string }{secret}, &out, 0); err != nil {
+		if errors.Is(err, structs.ErrPermissionDenied) || errors.Is(err, structs.ErrInvalid) || errors.Is(err, structs.ErrNotFound) {
+			return "", err
+		}
+		c.mu.Lock()
+		old := c.secrets[nodeID]
+		c.secrets[nodeID] = secret
+		c.mu.Unlock()
+		if _, herr := c.NodeUpdateStatus(ctx, nodeID, structs.NodeStatusReady); herr == nil {
+			return secret, nil
+		}
+		c.mu.Lock()
+		c.secrets[nodeID] = old
+		c.mu.Unlock()
 		return "", err
 	}
 	if out.SecretID == "" {

@@ -34,7 +34,14 @@ type ACLServer interface {
 	ACLTokenDelete(ctx context.Context, accessor string) (uint64, error)
 	ACLTokenList(ctx context.Context, q *structs.QueryOptions) ([]*structs.ACLToken, structs.QueryMeta, error)
 	ACLTokenGet(ctx context.Context, accessor string, q *structs.QueryOptions) (*structs.ACLToken, structs.QueryMeta, error)
-	NodeSecretRotate(ctx context.Context, nodeID string) (string, error)
+	NodeSecretRotate(ctx context.Context, nodeID, secret string) (string, error)
+}
+
+// NodeSecretRotateRequest is the optional body of PUT
+// /v1/node/{id}/secret/rotate: the new secret the node proposes (16 to
+// 128 bytes); empty lets the server make one.
+type NodeSecretRotateRequest struct {
+	SecretID string
 }
 
 // NodeSecretRotateResponse is the body of PUT /v1/node/{id}/secret/rotate:
@@ -264,7 +271,13 @@ func (a *aclRoutes) nodeSecretRotate(w http.ResponseWriter, r *http.Request) (in
 			return nil, err
 		}
 	}
-	secret, err := a.s.NodeSecretRotate(r.Context(), id)
+	var req NodeSecretRotateRequest
+	if r.ContentLength != 0 {
+		if err := a.h.decodeBody(w, r, &req); err != nil {
+			return nil, err
+		}
+	}
+	secret, err := a.s.NodeSecretRotate(r.Context(), id, req.SecretID)
 	if err != nil {
 		return nil, err
 	}
