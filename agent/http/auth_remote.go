@@ -191,7 +191,9 @@ func (r *RemoteResolver) get(ctx context.Context, path, secret string, out inter
 		case resp.StatusCode == http.StatusNotFound:
 			return fmt.Errorf("%s: %w", path, structs.ErrNotFound)
 		case resp.StatusCode != http.StatusOK:
-			last = fmt.Errorf("%s: status %d", u.Host, resp.StatusCode)
+			// A 400 here is usually "ACL support disabled": the servers
+			// run without ACLs while this agent checks them.
+			last = fmt.Errorf("%s: status %d: %.200s", u.Host, resp.StatusCode, strings.TrimSpace(string(body)))
 			continue
 		}
 		if err := json.Unmarshal(body, out); err != nil {
