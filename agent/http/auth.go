@@ -504,3 +504,21 @@ func eventAllowed(acl *structs.ACL, e *structs.Event) bool {
 	}
 	return false
 }
+
+// visible keeps the items of a list whose namespace (ns of each) the
+// caller may op in; with ACLs off or a management token it returns items
+// as they are. Lists span namespaces, so the route's own check (on
+// ?namespace=) is not enough.
+func visible[T any](r *http.Request, items []T, op string, ns func(T) string) []T {
+	acl, _ := aclFrom(r)
+	if acl.IsManagement() {
+		return items
+	}
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		if acl.AllowNamespaceOp(nsOrDefault(ns(it)), op) {
+			out = append(out, it)
+		}
+	}
+	return out
+}

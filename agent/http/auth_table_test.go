@@ -346,3 +346,26 @@ func TestEventStreamFiltersByACL(t *testing.T) {
 		t.Fatal("ACLs off (management): the batch was filtered")
 	}
 }
+
+// TestListsShowOnlyVisibleNamespaces: a token that may read namespace
+// "default" only does not see another namespace's jobs in GET /v1/jobs.
+func TestListsShowOnlyVisibleNamespaces(t *testing.T) {
+	f := newACLFixture(t)
+	prod := &structs.Job{ID: "prod-job", Name: "prod-job", Namespace: "prod", Type: structs.JobTypeService, TaskGroups: []*structs.TaskGroup{{
+		Name: "g", Count: 0, Tasks: []*structs.Task{{Name: "t", Driver: "native", Config: map[string]interface{}{"command": "/bin/true"},
+			Resources: &structs.Resources{CPU: 10, MemoryMB: 8}}}}}}
+	prod.Canonicalize()
+	if _, err := f.srv.JobRegister(context.Background(), prod); err != nil {
+		t.Fatal(err)
+	}
+	code, body := do(f.serverAPI, "GET", "/v1/jobs", principal{token: f.writeTok.SecretID})
+	if code != http.StatusOK || !strings.Contains(body, f.jobID) || strings.Contains(body, "prod-job") {
+		t.Fatalf("GET /v1/jobs as the default-namespace writer: %d %s", code, body)
+	}
+	if code, body := do(f.serverAPI, "GET", "/v1/jobs", principal{token: f.mgmt.SecretID}); code != http.StatusOK || !strings.Contains(body, "prod-job") {
+		t.Fatalf("GET /v1/jobs as management: %d %s", code, body)
+	}
+	if code, _ := do(f.serverAPI, "GET", "/v1/job/prod-job", principal{token: f.writeTok.SecretID}); code != http.StatusForbidden {
+		t.Fatalf("GET /v1/job/prod-job as the default-namespace writer: %d", code)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/nomadish/convert"
 	"github.com/gpulayer/gpulayer/nomadish/jobspec"
+	"github.com/gpulayer/gpulayer/structs"
 )
 
 // defaultParseFilename names a jobspec sent to /v1/jobs/parse without a
@@ -70,6 +71,7 @@ func (h *handler) jobList(w http.ResponseWriter, r *http.Request) (interface{}, 
 		return nil, err
 	}
 	setMeta(w, meta)
+	jobs = visible(r, jobs, structs.NamespaceCapabilityListJobs, func(j *structs.Job) string { return j.Namespace })
 	return nonNil(jobs), nil
 }
 
