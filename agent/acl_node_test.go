@@ -89,6 +89,7 @@ func TestNodeIdentityWithACLs(t *testing.T) {
 	}}); code != http.StatusOK {
 		t.Fatalf("submit: %d %s", code, body)
 	}
+	var allocID string
 	waitFor(t, 60*time.Second, "the job complete on the rotated node", func() (bool, string) {
 		var allocs []*structs.Allocation
 		code, body := req(t, http.MethodGet, s.url+"/v1/job/after-rotate/allocations", mgmt, nil)
@@ -97,11 +98,27 @@ func TestNodeIdentityWithACLs(t *testing.T) {
 		}
 		for _, a := range allocs {
 			if a.ClientStatus == structs.AllocClientStatusComplete {
+				allocID = a.ID
 				return true, ""
 			}
 		}
 		return false, body
 	})
+	// Logs through the server, proxied to the client-only agent, which
+	// checks the token again through the server.
+	logs := s.url + "/v1/client/fs/logs/" + allocID + "?task=t&type=stdout&plain=true"
+	logReader := s.token(t, mgmt, "log-reader", `namespace "default" { capabilities = ["read-logs"] }`)
+	if code, body := req(t, http.MethodGet, logs, logReader, nil); code != http.StatusOK {
+		t.Errorf("logs through the server with read-logs: %d %s", code, body)
+	}
+	for who, tok := range map[string]string{"anonymous": "", "node-reader": reader} {
+		if code, body := req(t, http.MethodGet, logs, tok, nil); code != http.StatusForbidden {
+			t.Errorf("logs through the server as %s: %d %s", who, code, body)
+		}
+		if code, body := req(t, http.MethodGet, clURL+"/v1/client/fs/logs/"+allocID+"?task=t&type=stdout&plain=true", tok, nil); code != http.StatusForbidden {
+			t.Errorf("logs from the client agent as %s: %d %s", who, code, body)
+		}
+	}
 	var node structs.Node
 	if code, body := req(t, http.MethodGet, s.url+"/v1/node/"+nodeID, mgmt, nil); code != http.StatusOK || json.Unmarshal([]byte(body), &node) != nil || node.Status != structs.NodeStatusReady {
 		t.Errorf("node after rotate: %d %s", code, body)
