@@ -162,13 +162,16 @@ var routeACL = map[string]routeRule{
 	"POST /v1/acl/token/{accessor}":   {access: accessManagement},
 	"DELETE /v1/acl/token/{accessor}": {access: accessManagement},
 
+	// UI pages: the jobs pages list only the namespaces the token may
+	// read (ui_pages.go filters with visible), the others need what the
+	// matching API route needs.
 	"GET /ui/{$}":             {access: accessUI},
 	"GET /ui/":                {access: accessUI},
 	"GET /ui/jobs":            {access: accessUI},
-	"GET /ui/job/{id}":        {access: accessUI},
-	"GET /ui/allocation/{id}": {access: accessUI},
-	"GET /ui/nodes":           {access: accessUI},
-	"GET /ui/servers":         {access: accessUI},
+	"GET /ui/job/{id}":        nsRule(structs.NamespaceCapabilityReadJob, nsJob),
+	"GET /ui/allocation/{id}": nsRule(structs.NamespaceCapabilityReadJob, nsAlloc),
+	"GET /ui/nodes":           {access: accessNodeRead},
+	"GET /ui/servers":         {access: accessAgentRead},
 	"GET /ui/run":             {access: accessUI},
 }
 
@@ -246,7 +249,7 @@ func (h *handler) authorize(r *http.Request, pattern string) (*http.Request, err
 	case accessNodeSelf:
 		return r, h.authorizeNodeSelf(r)
 	}
-	secret := requestToken(r, rule.access == accessUI)
+	secret := requestToken(r, isUIPage(pattern))
 	acl, tok, err := h.resolver.ResolveToken(secret)
 	if err != nil {
 		if errors.Is(err, structs.ErrPermissionDenied) {
@@ -259,6 +262,10 @@ func (h *handler) authorize(r *http.Request, pattern string) (*http.Request, err
 	}
 	return r.WithContext(context.WithValue(r.Context(), aclCtxKey{}, &aclCtx{acl: acl, token: tok})), nil
 }
+
+// isUIPage reports whether pattern is a UI page, whose token may come
+// from the UI cookie and whose refusal is the login page.
+func isUIPage(pattern string) bool { return strings.HasPrefix(pattern, "GET /ui/") }
 
 // allowed decides rule for a resolved caller.
 func (h *handler) allowed(r *http.Request, rule routeRule, acl *structs.ACL, tok *structs.ACLToken) bool {

@@ -33,7 +33,7 @@ const uiLoginPage = `<!doctype html>
 // writeAuthError answers a request the ACL check refused: the login page
 // for UI pages, the JSON error otherwise.
 func (h *handler) writeAuthError(w http.ResponseWriter, r *http.Request, pattern string, err error) {
-	if rule, ok := routeACL[pattern]; ok && rule.access == accessUI && errors.Is(err, structs.ErrPermissionDenied) {
+	if isUIPage(pattern) && errors.Is(err, structs.ErrPermissionDenied) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 		w.Header().Set("Cache-Control", "no-store")

@@ -201,6 +201,8 @@ func (u *ui) nodesPage(r *http.Request) (string, pageData, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	// Allocations of namespaces the caller may not read stay hidden.
+	allocs = visible(r, allocs, structs.NamespaceCapabilityReadJob, allocNamespace)
 	// Holders of each device instance, from allocations still meant to
 	// run and not finished on the client.
 	holders := map[string][]gpuHolder{}
