@@ -1,13 +1,17 @@
 package agent_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/gpulayer/gpulayer/agent"
 	"github.com/gpulayer/gpulayer/structs"
@@ -123,4 +127,61 @@ func TestNodeIdentityWithACLs(t *testing.T) {
 	if code, body := req(t, http.MethodGet, s.url+"/v1/node/"+nodeID, mgmt, nil); code != http.StatusOK || json.Unmarshal([]byte(body), &node) != nil || node.Status != structs.NodeStatusReady {
 		t.Errorf("node after rotate: %d %s", code, body)
 	}
+}
+
+// TestSecretsNeverLogged runs a served server and client agent logging at
+// TRACE, bootstraps, makes tokens, uses them (also wrong ones), rotates
+// the node secret, and finds no secret in the log.
+func TestSecretsNeverLogged(t *testing.T) {
+	var logBuf lockedBuffer
+	cfg := agent.DefaultConfig()
+	cfg.Name = "acl-log"
+	cfg.BindAddr = "127.0.0.1"
+	cfg.DataDir = t.TempDir()
+	cfg.Server.Enabled = true
+	cfg.Client.Enabled = true
+	cfg.LogLevel = "TRACE"
+	cfg.Ports.HTTP, cfg.Ports.Raft, cfg.Ports.Serf = freePort(t), freePort(t), freePort(t)
+	a, err := agent.New(cfg, hclog.New(&hclog.LoggerOptions{Level: hclog.Trace, Output: &logBuf}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown() })
+	s := &servedAgent{a: a, url: "http://" + a.HTTPAddr(), dataDir: cfg.DataDir}
+	mgmt := s.bootstrap(t)
+	tok := s.token(t, mgmt, "w", `node { policy = "write" }`)
+	req(t, http.MethodGet, s.url+"/v1/nodes", tok, nil)
+	req(t, http.MethodPut, s.url+"/v1/jobs", "wrong-"+tok, map[string]string{})
+	req(t, http.MethodPut, s.url+"/v1/client/node/secret/rotate", tok, struct{}{})
+	b, err := os.ReadFile(filepath.Join(cfg.DataDir, "client", "node-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := logBuf.String()
+	if !strings.Contains(logs, "node secret rotated") {
+		t.Fatalf("the log is not the agent's (no rotation line):\n%.2000s", logs)
+	}
+	for name, secret := range map[string]string{"management": mgmt, "client token": tok, "node secret": strings.TrimSpace(string(b))} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the %s appears in the log", name)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for the agent's concurrent logging.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
