@@ -254,14 +254,14 @@ const ACLBootstrapID = "acl-bootstrap"
 
 // ErrACLBootstrapped is returned by a second bootstrap (HTTP 400, as
 // Nomad's "ACL bootstrap already done").
-var ErrACLBootstrapped = fmt.Errorf("%w: ACL bootstrap already done", ErrInvalid)
+var ErrACLBootstrapped error = &aclError{msg: "ACL bootstrap already done", kind: ErrInvalid}
 
 // ErrACLTokenNotFound is returned for a secret that names no token, or an
 // expired one (HTTP 403 "ACL token not found", as Nomad answers).
-var ErrACLTokenNotFound = fmt.Errorf("%w: ACL token not found", ErrPermissionDenied)
+var ErrACLTokenNotFound error = &aclError{msg: "ACL token not found", kind: ErrPermissionDenied}
 
 // ErrACLTokenExpired is returned for an expired token.
-var ErrACLTokenExpired = fmt.Errorf("%w: ACL token expired", ErrPermissionDenied)
+var ErrACLTokenExpired error = &aclError{msg: "ACL token expired", kind: ErrPermissionDenied}
 
 // ACLPolicyUpsertRequest is the Raft entry that creates or replaces
 // policies (already parsed and validated by the endpoint).
@@ -515,4 +515,16 @@ func globMatch(pattern, name string) bool {
 
 // ErrACLDisabled is returned by ACL endpoints on a cluster whose agent runs
 // without ACLs (HTTP 400).
-var ErrACLDisabled = fmt.Errorf("%w: ACL support disabled", ErrInvalid)
+var ErrACLDisabled error = &aclError{msg: "ACL support disabled", kind: ErrInvalid}
+
+// aclError is an ACL sentinel whose text is Nomad's exact message and
+// which matches its kind (ErrInvalid, ErrPermissionDenied) with errors.Is.
+type aclError struct {
+	msg  string
+	kind error
+}
+
+func (e *aclError) Error() string { return e.msg }
+
+// Is reports whether target is the error's kind.
+func (e *aclError) Is(target error) bool { return target == e.kind }
