@@ -138,9 +138,10 @@ func (a *Agent) start() error {
 			servers = a.server
 		} else {
 			conn, err := client.NewHTTPServerConn(client.HTTPServerConnConfig{
-				Servers: cfg.Client.Servers,
-				Logger:  a.logger.Named("client").Named("servers"),
-				TLS:     serverHTTPTLS(tb),
+				Servers:       cfg.Client.Servers,
+				Logger:        a.logger.Named("client").Named("servers"),
+				TLS:           serverHTTPTLS(tb),
+				RegisterToken: cfg.ACLToken(),
 			})
 			if err != nil {
 				return fmt.Errorf("%w: client.servers: %v", ErrConfig, err)
@@ -199,6 +200,18 @@ func (a *Agent) start() error {
 		MaxSnapshotBytes: cfg.HTTPLimits().MaxSnapshotBytes,
 		ServerTLS:        serverHTTPTLS(tb),
 		NodeTLS:          nodeHTTPTLS(tb),
+		ACLEnabled:       cfg.ACLEnabled(),
+	}
+	if hcfg.ACLEnabled && a.server == nil {
+		// A client-only agent has no state: it asks its servers.
+		res, err := agenthttp.NewRemoteResolver(agenthttp.RemoteResolverConfig{Servers: cfg.Client.Servers, TLS: serverHTTPTLS(tb)})
+		if err != nil {
+			return fmt.Errorf("%w: client.servers: %v", ErrConfig, err)
+		}
+		hcfg.Resolver = res
+	}
+	if !cfg.DevMode && !hcfg.ACLEnabled {
+		a.logger.Warn("ACLS ARE DISABLED (acl { enabled = false }): every caller that reaches this agent's HTTP API may run jobs, exec into tasks and change the cluster; do not run this way on a network")
 	}
 	if a.server != nil {
 		hcfg.Server = a.server

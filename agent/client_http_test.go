@@ -27,6 +27,12 @@ func startAgent(t *testing.T, cfg *agent.Config) *agent.Agent {
 	cfg.Ports.Raft = freePort(t)
 	cfg.Ports.Serf = freePort(t)
 	cfg.LogLevel = "WARN"
+	if cfg.ACL == nil {
+		// These tests check the node routes and proxying, not tokens
+		// (acl_e2e_test.go does): ACLs off unless the test set them.
+		off := false
+		cfg.ACL = &agent.ACLConfig{Enabled: &off}
+	}
 	a, err := agent.New(cfg, hclog.New(&hclog.LoggerOptions{Name: cfg.Name, Level: hclog.Warn, Output: io.Discard}))
 	if err != nil {
 		t.Fatal(err)

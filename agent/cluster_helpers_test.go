@@ -133,8 +133,79 @@ type testCluster struct {
 	servers []*proc
 	clients []*proc
 	// http is the client for the test's own requests, with a timeout so a
-	// request to a hung server fails instead of hanging the test.
+	// request to a hung server fails instead of hanging the test. In
+	// clusters from startCluster it sends token (tokenTransport).
 	http *http.Client
+	// token is the management token's secret once the cluster's ACLs are
+	// bootstrapped (startCluster); "" before.
+	token string
+}
+
+// tokenTransport adds the cluster's management token to every request
+// that carries none.
+type tokenTransport struct{ c *testCluster }
+
+func (tt tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if tt.c.token != "" && r.Header.Get("X-Nomad-Token") == "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("X-Nomad-Token", tt.c.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// bootstrapACL bootstraps the cluster's ACLs through p (retrying while
+// there is no leader), keeps the management secret in c.token, and
+// returns the secret of a new client token that may register nodes
+// (policy "client-node": node write), for the client agents' -acl-token.
+func (c *testCluster) bootstrapACL(p *proc, timeout time.Duration) string {
+	c.t.Helper()
+	waittest.For(c.t, timeout, "ACL bootstrap", func() (bool, string) {
+		var tok struct{ SecretID string }
+		code, body := c.send(p, http.MethodPut, "/v1/acl/bootstrap", nil, &tok)
+		if code == http.StatusOK {
+			c.token = tok.SecretID
+		}
+		return code == http.StatusOK && c.token != "", fmt.Sprintf("%d %s", code, body)
+	})
+	policy := map[string]string{"Name": "client-node", "Rules": `node { policy = "write" }`}
+	if code, body := c.send(p, http.MethodPut, "/v1/acl/policy/client-node", policy, nil); code != http.StatusOK {
+		c.t.Fatalf("create the client-node policy: %d %s", code, body)
+	}
+	var tok struct{ SecretID string }
+	req := map[string]interface{}{"Name": "clients", "Type": "client", "Policies": []string{"client-node"}}
+	if code, body := c.send(p, http.MethodPut, "/v1/acl/token", req, &tok); code != http.StatusOK || tok.SecretID == "" {
+		c.t.Fatalf("create the clients' token: %d %s", code, body)
+	}
+	return tok.SecretID
+}
+
+// send makes one JSON request to p with c.http and decodes a 200 answer
+// into out (when not nil). It returns the status and the body.
+func (c *testCluster) send(p *proc, method, path string, in, out interface{}) (int, string) {
+	var rd io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, p.url()+path, rd)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK && out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return 0, err.Error()
+		}
+	}
+	return resp.StatusCode, string(b)
 }
 
 // startCluster starts nServers servers (bootstrap-expect = nServers, each
@@ -147,7 +218,8 @@ func startCluster(t testing.TB, nServers, nClients, gpusPerClient int) *testClus
 	t.Helper()
 	bin := gpulayerBinary(t)
 	root := t.TempDir()
-	c := &testCluster{t: t, http: &http.Client{Timeout: 10 * time.Second}}
+	c := &testCluster{t: t}
+	c.http = &http.Client{Timeout: 10 * time.Second, Transport: tokenTransport{c: c}}
 	type ports struct{ http, raft, serf int }
 	sp := make([]ports, nServers)
 	for i := range sp {
@@ -183,12 +255,16 @@ func startCluster(t testing.TB, nServers, nClients, gpusPerClient int) *testClus
 	for _, p := range c.servers {
 		p.start()
 	}
+	// ACLs are on (the default outside -dev): bootstrap, then the test's
+	// requests carry the management token and the clients a token that
+	// may register nodes.
+	clientToken := c.bootstrapACL(c.servers[0], 60*time.Second)
 	c.waitStable(60 * time.Second)
 
 	servers := strings.Join(c.httpAddrs(), ",")
 	for i := 0; i < nClients; i++ {
 		letTaskUsersIn(t, filepath.Join(root, fmt.Sprintf("client%d", i)))
-		args := []string{"agent", "-client", "-servers=" + servers,
+		args := []string{"agent", "-client", "-servers=" + servers, "-acl-token=" + clientToken,
 			"-data-dir=" + filepath.Join(root, fmt.Sprintf("client%d", i)), "-bind=127.0.0.1",
 			fmt.Sprintf("-http-port=%d", freePort(t)), fmt.Sprintf("-node=client%d", i),
 			fmt.Sprintf("-dev-gpus=%d", gpusPerClient), "-log-level=DEBUG"}

@@ -62,6 +62,8 @@ type Config struct {
 	// Limits bounds the HTTP API's connections and request reads
 	// (config_limits.go).
 	Limits *LimitsConfig `hcl:"limits,block"`
+	// ACL is the acl block (config_acl.go): on by default outside dev mode.
+	ACL *ACLConfig `hcl:"acl,block"`
 
 	// DevMode runs server and client in one process bound to loopback.
 	DevMode bool
@@ -288,6 +290,7 @@ func (c *Config) Merge(o *Config) {
 		}
 		c.Server.mergeGC(s)
 	}
+	c.mergeACL(o.ACL)
 	if cl := o.Client; cl != nil {
 		c.Client.Enabled = c.Client.Enabled || cl.Enabled
 		if cl.NodeClass != "" {
@@ -352,6 +355,7 @@ func (c *Config) Validate() error {
 	}
 	p = append(p, c.validateCluster()...)
 	p = append(p, c.validateTLS()...)
+	p = append(p, c.validateACL()...)
 	p = append(p, c.Server.validateGC()...)
 	p = append(p, c.Client.validateTasks()...)
 	p = append(p, c.validateLimits()...)

@@ -129,7 +129,9 @@ func TestDockerPartition(t *testing.T) {
 		raftIP, ctlIP := fmt.Sprintf("%s.%d", raftPrefix, 10+i), fmt.Sprintf("%s.%d", ctlPrefix, 10+i)
 		args := []string{"create", "--name", name, "--network", ctlNet, "--ip", ctlIP, tag,
 			"agent", "-server", "-bootstrap-expect=3", "-data-dir=/data", "-bind=" + raftIP, "-http-bind=0.0.0.0",
-			fmt.Sprintf("-node=server%d", i), "-encrypt=" + key, "-log-level=DEBUG"}
+			fmt.Sprintf("-node=server%d", i), "-encrypt=" + key, "-log-level=DEBUG",
+			// This test is about partitions, not tokens: ACLs off, said so.
+			"-acl-enabled=false"}
 		for j := 0; j < 3; j++ {
 			if j != i {
 				args = append(args, fmt.Sprintf("-retry-join=%s.%d", raftPrefix, 10+j))

@@ -25,6 +25,9 @@ func startServerOnly(t *testing.T) string {
 	cfg.BindAddr = "127.0.0.1"
 	cfg.DataDir = t.TempDir()
 	cfg.Server.Enabled = true
+	// These tests check job validation, not tokens: ACLs off, said so.
+	off := false
+	cfg.ACL = &agent.ACLConfig{Enabled: &off}
 	cfg.Ports.HTTP, cfg.Ports.Raft, cfg.Ports.Serf = freePort(t), freePort(t), freePort(t)
 	a, err := agent.New(cfg, hclog.New(&hclog.LoggerOptions{Level: hclog.Error, Output: io.Discard}))
 	if err != nil {

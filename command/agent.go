@@ -60,6 +60,10 @@ Options:
                        (default 2; 0 turns them off). Outside dev mode a
                        client adds N simulated GPUs only when this is set.
   -log-level=LEVEL     TRACE, DEBUG, INFO, WARN or ERROR (default INFO).
+  -acl-enabled=BOOL    Check ACL tokens on every route (default true; false
+                       with -dev). Off outside -dev logs a warning.
+  -acl-token=SECRET    Token a client-only agent registers its node with
+                       (needs node write). Prefer acl { token } in -config.
 `)
 }
 
@@ -128,7 +132,11 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 		encrypt                      string
 		retryJoin, servers           listFlag
 		devGPUs                      = -1
+		aclEnabled                   bool
+		aclToken                     string
 	)
+	flags.BoolVar(&aclEnabled, "acl-enabled", false, "")
+	flags.StringVar(&aclToken, "acl-token", "", "")
 	flags.BoolVar(&dev, "dev", false, "")
 	flags.BoolVar(&srv, "server", false, "")
 	flags.BoolVar(&cl, "client", false, "")
@@ -177,6 +185,12 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 		v := devGPUs
 		flagCfg.Client.DevGPUs = &v
 	}
+	flagCfg.ACL = &agent.ACLConfig{Token: aclToken}
+	flags.Visit(func(f *flag.Flag) {
+		if f.Name == "acl-enabled" {
+			flagCfg.ACL.Enabled = &aclEnabled
+		}
+	})
 	cfg.Merge(flagCfg)
 	return cfg, cfg.Validate()
 }

@@ -2,6 +2,7 @@ package command
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,7 +43,18 @@ func startServerAgent(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Shutdown() })
-	return "http://" + a.HTTPAddr()
+	addr := "http://" + a.HTTPAddr()
+	// ACLs are on (the default outside -dev): bootstrap through the CLI
+	// and let every later command take the token from GPULAYER_TOKEN.
+	t.Setenv("GPULAYER_TOKEN", "")
+	t.Setenv("NOMAD_TOKEN", "")
+	r := runCmd(t, addr, "acl", "bootstrap", "-json")
+	var tok struct{ SecretID string }
+	if r.code != 0 || json.Unmarshal([]byte(r.out), &tok) != nil || tok.SecretID == "" {
+		t.Fatalf("acl bootstrap: %d %s%s", r.code, r.out, r.err)
+	}
+	t.Setenv("GPULAYER_TOKEN", tok.SecretID)
+	return addr
 }
 
 // TestClusterCommands runs the HA commands against a real one-server

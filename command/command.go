@@ -108,6 +108,21 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"tls ca create":                    func() (cli.Command, error) { return &TLSCACreateCommand{Meta: m}, nil },
 		"tls cert":                         func() (cli.Command, error) { return &TLSCertCommand{Meta: m}, nil },
 		"tls cert create":                  func() (cli.Command, error) { return &TLSCertCreateCommand{Meta: m}, nil },
+		// ACLs and node identity.
+		"acl":                func() (cli.Command, error) { return &ACLCommand{Meta: m}, nil },
+		"acl bootstrap":      func() (cli.Command, error) { return &ACLBootstrapCommand{Meta: m}, nil },
+		"acl policy":         func() (cli.Command, error) { return &ACLPolicyCommand{Meta: m}, nil },
+		"acl policy apply":   func() (cli.Command, error) { return &ACLPolicyApplyCommand{Meta: m}, nil },
+		"acl policy list":    func() (cli.Command, error) { return &ACLPolicyListCommand{Meta: m}, nil },
+		"acl policy info":    func() (cli.Command, error) { return &ACLPolicyInfoCommand{Meta: m}, nil },
+		"acl policy delete":  func() (cli.Command, error) { return &ACLPolicyDeleteCommand{Meta: m}, nil },
+		"acl token":          func() (cli.Command, error) { return &ACLTokenCommand{Meta: m}, nil },
+		"acl token create":   func() (cli.Command, error) { return &ACLTokenCreateCommand{Meta: m}, nil },
+		"acl token list":     func() (cli.Command, error) { return &ACLTokenListCommand{Meta: m}, nil },
+		"acl token info":     func() (cli.Command, error) { return &ACLTokenInfoCommand{Meta: m}, nil },
+		"acl token self":     func() (cli.Command, error) { return &ACLTokenSelfCommand{Meta: m}, nil },
+		"acl token delete":   func() (cli.Command, error) { return &ACLTokenDeleteCommand{Meta: m}, nil },
+		"node secret rotate": func() (cli.Command, error) { return &NodeSecretRotateCommand{Meta: m}, nil },
 	}
 	return cmds
 }
@@ -127,8 +142,9 @@ type Meta struct {
 	// answers without blocking; zero means 500 milliseconds.
 	PollInterval time.Duration
 
-	// address and jsonOutput are set by the common flags.
+	// address, token and jsonOutput are set by the common flags.
 	address    string
+	token      string
 	jsonOutput bool
 	// tls holds the common TLS flags (tls_flags.go).
 	tls tlsFlags

@@ -30,6 +30,7 @@ func (m *Meta) flagSet(name string, withJSON bool) *flag.FlagSet {
 	}
 	fs.StringVar(&m.address, "address", def, "")
 	m.tls.register(fs)
+	fs.StringVar(&m.token, "token", api.EnvToken(), "")
 	if withJSON {
 		fs.BoolVar(&m.jsonOutput, "json", false, "")
 	}
@@ -43,6 +44,10 @@ General Options:
   -address=<addr>
     The address of the GPUlayer agent. Overrides the GPULAYER_ADDR
     environment variable. Default: http://127.0.0.1:4656.
+
+  -token=<secret>
+    The ACL token's SecretID. Overrides the GPULAYER_TOKEN environment
+    variable (NOMAD_TOKEN is read too). Not needed with -dev.
 ` + tlsOptions
 
 // jsonOption is the help text of -json.
@@ -53,7 +58,7 @@ const jsonOption = `
 
 // client returns an API client for -address.
 func (m *Meta) client() (*api.Client, error) {
-	return api.NewClient(&api.Config{Address: m.address, TLSConfig: m.tls.config()})
+	return api.NewClient(&api.Config{Address: m.address, Token: m.token, TLSConfig: m.tls.config()})
 }
 
 // optionsOnly parses args with fs for a command that takes options but no

@@ -14,7 +14,7 @@ import (
 // after the deadline.
 func waitLeader(t *testing.T, addr string) *api.Client {
 	t.Helper()
-	c, err := api.NewClient(&api.Config{Address: addr})
+	c, err := api.NewClient(&api.Config{Address: addr, Token: api.EnvToken()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -196,6 +196,8 @@ type Server struct {
 	heartbeats *heartbeats
 	// gcMu runs garbage collections one at a time (core_gc.go).
 	gcMu sync.Mutex
+	// acls caches resolved ACL tokens (acl.go).
+	acls aclCache
 
 	// established is true while this server is leader and has finished
 	// establishing leadership (broker enabled, evaluations restored).

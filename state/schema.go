@@ -22,10 +22,14 @@ const (
 	TableNodes  = "nodes"
 	TableAllocs = "allocs"
 	TableEvals  = "evals"
+
+	TableACLPolicies  = "acl_policies"
+	TableACLTokens    = "acl_tokens"
+	TableACLBootstrap = "acl_bootstrap"
 )
 
 // indexedTables lists the tables whose Raft index is tracked in TableIndex.
-var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals}
+var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap}
 
 // IndexEntry is a row of the index table: the Raft index at which the table
 // named Key last changed.
@@ -42,6 +46,9 @@ var schemaFns = []func() *memdb.TableSchema{
 	nodesTableSchema,
 	allocsTableSchema,
 	evalsTableSchema,
+	aclPoliciesTableSchema,
+	aclTokensTableSchema,
+	aclBootstrapTableSchema,
 }
 
 // dbSchema returns the full memdb schema. It returns an error when a table's

@@ -24,6 +24,12 @@ const (
 	ApplyPlanResultsRequestType  MessageType = 7
 	AllocClientUpdateRequestType MessageType = 8
 	GCPurgeRequestType           MessageType = 9
+	ACLPolicyUpsertRequestType   MessageType = 10
+	ACLPolicyDeleteRequestType   MessageType = 11
+	ACLTokenUpsertRequestType    MessageType = 12
+	ACLTokenDeleteRequestType    MessageType = 13
+	ACLBootstrapRequestType      MessageType = 14
+	NodeSecretRotateRequestType  MessageType = 15
 )
 
 // IgnoreUnknownTypeFlag is set on message types that older servers may
@@ -54,6 +60,18 @@ func (t MessageType) String() string {
 		return "AllocClientUpdate"
 	case GCPurgeRequestType:
 		return "GCPurge"
+	case ACLPolicyUpsertRequestType:
+		return "ACLPolicyUpsert"
+	case ACLPolicyDeleteRequestType:
+		return "ACLPolicyDelete"
+	case ACLTokenUpsertRequestType:
+		return "ACLTokenUpsert"
+	case ACLTokenDeleteRequestType:
+		return "ACLTokenDelete"
+	case ACLBootstrapRequestType:
+		return "ACLBootstrap"
+	case NodeSecretRotateRequestType:
+		return "NodeSecretRotate"
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }

@@ -127,3 +127,23 @@ func (c *Client) AllocExec(ctx context.Context, allocID, task string, cmd []stri
 	tr.logger.Info("exec in task", "command", cmd[0], "tty", tty)
 	return ex.ExecTask(ctx, tr.taskID(), &driver.ExecOptions{Cmd: cmd, Tty: tty, Stdin: stdin, Stdout: stdout, Stderr: stderr})
 }
+
+// AllocNamespace returns the namespace of an allocation this client runs,
+// and false when it runs no allocation of that ID. The HTTP API uses it to
+// check a token's namespace capability on a client-only agent.
+func (c *Client) AllocNamespace(allocID string) (string, bool) {
+	c.mu.Lock()
+	ar := c.runners[allocID]
+	c.mu.Unlock()
+	if ar == nil || ar.alloc == nil {
+		return "", false
+	}
+	ns := ar.alloc.Namespace
+	if ns == "" && ar.alloc.Job != nil {
+		ns = ar.alloc.Job.Namespace
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	return ns, true
+}

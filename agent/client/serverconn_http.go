@@ -49,6 +49,10 @@ type HTTPServerConnConfig struct {
 	// and present the client's own: "host:port" and http:// addresses are
 	// reached over https. Ignored when HTTPClient is set.
 	TLS *tls.Config
+	// RegisterToken is the ACL token secret (agent config acl.token) sent
+	// in X-Nomad-Token on node registration; with ACLs on, registering
+	// needs a token with node write rights. Empty sends none.
+	RegisterToken string
 }
 
 // HTTPServerConn is the ServerConn of a client agent without a local
@@ -66,6 +70,9 @@ type HTTPServerConn struct {
 	http    *http.Client
 	timeout time.Duration
 	logger  hclog.Logger
+
+	// registerToken is sent in X-Nomad-Token on node registration.
+	registerToken string
 
 	mu      sync.Mutex
 	current int
@@ -86,6 +93,8 @@ func NewHTTPServerConn(cfg HTTPServerConnConfig) (*HTTPServerConn, error) {
 		timeout: cfg.RequestTimeout,
 		logger:  cfg.Logger,
 		secrets: map[string]string{},
+
+		registerToken: cfg.RegisterToken,
 	}
 	for i, s := range cfg.Servers {
 		u, err := ParseServerAddr(s)
@@ -320,6 +329,9 @@ func (c *HTTPServerConn) try(ctx context.Context, base *url.URL, method, path st
 	}
 	if secret != "" {
 		req.Header.Set(structs.HeaderNodeSecret, secret)
+	}
+	if path == "/v1/node/register" && c.registerToken != "" {
+		req.Header.Set("X-Nomad-Token", c.registerToken)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -17,6 +17,7 @@ func (h *handler) allocList(w http.ResponseWriter, r *http.Request) (interface{}
 		return nil, err
 	}
 	setMeta(w, meta)
+	allocs = visible(r, allocs, structs.NamespaceCapabilityReadJob, allocNamespace)
 	return allocStubs(allocs), nil
 }
 

@@ -87,6 +87,7 @@ func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 		}
 		return rc.Flush() == nil
 	}
+	first = filterEvents(r, first)
 	if first != nil {
 		if !send(first) {
 			return
@@ -100,6 +101,9 @@ func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 		cancelBeat()
 		switch {
 		case err == nil:
+			if batch = filterEvents(r, batch); batch == nil {
+				continue
+			}
 			if !send(batch) {
 				return
 			}

@@ -36,6 +36,18 @@ var leaderRoutes = map[string]bool{
 	"GET /v1/operator/snapshot":      true, // unless ?stale
 	"PUT /v1/system/gc":              true,
 	"POST /v1/system/gc":             true,
+	// ACL writes and node secret rotation.
+	"PUT /v1/acl/bootstrap":           true,
+	"POST /v1/acl/bootstrap":          true,
+	"PUT /v1/acl/policy/{name}":       true,
+	"POST /v1/acl/policy/{name}":      true,
+	"DELETE /v1/acl/policy/{name}":    true,
+	"PUT /v1/acl/token":               true,
+	"POST /v1/acl/token":              true,
+	"PUT /v1/acl/token/{accessor}":    true,
+	"POST /v1/acl/token/{accessor}":   true,
+	"DELETE /v1/acl/token/{accessor}": true,
+	"PUT /v1/node/{id}/secret/rotate": true,
 }
 
 // consistentRoutes are reads that answer from the local state unless the

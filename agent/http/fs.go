@@ -237,8 +237,10 @@ func (h *handler) proxyLogs(w http.ResponseWriter, r *http.Request, alloc *struc
 		return
 	}
 	req.Header.Set(headerForwarded, "1")
-	if tok := r.Header.Get("X-Gpulayer-Token"); tok != "" {
-		req.Header.Set("X-Gpulayer-Token", tok)
+	// The node's agent checks the caller's token again (read-logs in the
+	// allocation's namespace), whichever header it came in.
+	if tok := requestToken(r, false); tok != "" {
+		req.Header.Set(HeaderNomadToken, tok)
 	}
 	h.logger.Debug("proxying logs", "alloc_id", alloc.ID, "node_id", node.ID, "addr", node.HTTPAddr)
 	resp, err := h.peers.node.Do(req)

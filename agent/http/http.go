@@ -94,6 +94,12 @@ type Config struct {
 	// client configuration, which must verify the node's client
 	// certificate (Bundle.NodeHTTPClient). Nil means plain HTTP.
 	NodeTLS *tls.Config
+	// ACLEnabled turns on the token check of every route (auth.go).
+	ACLEnabled bool
+	// Resolver resolves token secrets when ACLEnabled; nil means Server,
+	// which must then implement TokenResolver. A client-only agent passes
+	// NewRemoteResolver.
+	Resolver TokenResolver
 }
 
 // handler is the API: a ServeMux with JSON errors for unknown routes and
@@ -104,7 +110,10 @@ type handler struct {
 	logger  hclog.Logger
 	self    func() map[string]interface{}
 	maxBody int64
-	mux     *http.ServeMux
+	mux     *routeMux
+	// aclEnabled and resolver drive the one ACL check (auth.go).
+	aclEnabled bool
+	resolver   TokenResolver
 	// cluster and fwd serve the HA routes and forward writes to the
 	// leader when the server implements ClusterServer (cluster.go,
 	// forward.go); nil otherwise.
@@ -138,12 +147,22 @@ func New(cfg Config) (http.Handler, error) {
 		logger:  logger.Named("http"),
 		self:    cfg.Self,
 		maxBody: cfg.MaxBodyBytes,
-		mux:     http.NewServeMux(),
+		mux:     newRouteMux(),
 
 		maxSnapshot: cfg.MaxSnapshotBytes,
 		// peer_tls.go
 		serverTLS: cfg.ServerTLS,
 		peers:     newPeers(cfg.NodeTLS),
+
+		aclEnabled: cfg.ACLEnabled,
+		resolver:   cfg.Resolver,
+	}
+	if h.aclEnabled && h.resolver == nil {
+		r, ok := cfg.Server.(TokenResolver)
+		if !ok {
+			return nil, errors.New("http: ACLs enabled without a token Resolver")
+		}
+		h.resolver = r
 	}
 	if h.maxBody == 0 {
 		h.maxBody = DefaultMaxBodyBytes
@@ -161,11 +180,13 @@ func New(cfg Config) (http.Handler, error) {
 // routes registers every /v1/ route; one file per resource holds the
 // handlers.
 func (h *handler) routes() {
+	h.clientSecretRoutes()
 	if h.srv == nil {
 		h.clientOnlyRoutes()
 		return
 	}
 	h.nodeRoutes()
+	h.aclRoutes()
 	h.clusterRoutes()
 	h.systemRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
@@ -226,10 +247,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.writeError(sw, r, routeError(rec.status, r))
 		return
 	}
-	if h.maybeForward(sw, r, pattern) {
+	ar, err := h.authorize(r, pattern)
+	if err != nil {
+		// A token this follower does not know yet may be newer than its
+		// state: a write goes to the leader, which checks it again with
+		// the newest state. Anything the follower would run itself is
+		// refused.
+		if errors.Is(err, structs.ErrACLTokenNotFound) && h.cluster != nil && leaderRoutes[pattern] && !h.cluster.IsLeader() {
+			if h.maybeForward(sw, r, pattern) {
+				return
+			}
+		}
+		h.writeAuthError(sw, r, pattern, err)
 		return
 	}
-	h.mux.ServeHTTP(sw, r)
+	if h.maybeForward(sw, ar, pattern) {
+		return
+	}
+	h.mux.ServeHTTP(sw, ar)
 }
 
 // statusWriter remembers the status code for the request log and passes

@@ -7,6 +7,7 @@ import (
 	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/nomadish/convert"
 	"github.com/gpulayer/gpulayer/nomadish/jobspec"
+	"github.com/gpulayer/gpulayer/structs"
 )
 
 // defaultParseFilename names a jobspec sent to /v1/jobs/parse without a
@@ -21,6 +22,9 @@ func (h *handler) jobRegister(w http.ResponseWriter, r *http.Request) (interface
 	}
 	if req.Job == nil {
 		return nil, badRequest("request body has no Job; want {\"Job\": {...}}")
+	}
+	if err := h.checkJobSubmit(r, req.Job.ID, req.Job.Namespace); err != nil {
+		return nil, err
 	}
 	resp, err := h.srv.JobRegister(r.Context(), convert.JobToStructs(req.Job))
 	if err != nil {
@@ -67,6 +71,7 @@ func (h *handler) jobList(w http.ResponseWriter, r *http.Request) (interface{}, 
 		return nil, err
 	}
 	setMeta(w, meta)
+	jobs = visible(r, jobs, structs.NamespaceCapabilityListJobs, func(j *structs.Job) string { return j.Namespace })
 	return nonNil(jobs), nil
 }
 

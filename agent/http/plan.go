@@ -51,6 +51,9 @@ func (h *handler) jobPlan(w http.ResponseWriter, r *http.Request) (interface{}, 
 	if id := r.PathValue("id"); req.Job.ID != id {
 		return nil, badRequest("job ID %q in the body does not match %q in the path", req.Job.ID, id)
 	}
+	if err := h.checkJobSubmit(r, req.Job.ID, req.Job.Namespace); err != nil {
+		return nil, err
+	}
 	return ss.JobPlan(r.Context(), convert.JobToStructs(req.Job))
 }
 

@@ -165,6 +165,9 @@ func (u *ui) jobsPage(r *http.Request) (string, pageData, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	// Only the namespaces the caller's token may read (auth.go).
+	jobs = visible(r, jobs, structs.NamespaceCapabilityListJobs, func(j *structs.Job) string { return j.Namespace })
+	allocs = visible(r, allocs, structs.NamespaceCapabilityReadJob, allocNamespace)
 	byJob := map[string][]*structs.Allocation{}
 	for _, a := range allocs {
 		byJob[a.JobID] = append(byJob[a.JobID], a)

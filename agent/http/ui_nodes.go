@@ -182,6 +182,8 @@ func (u *ui) nodesPage(r *http.Request) (string, pageData, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	// Allocations of namespaces the caller may not read stay hidden.
+	allocs = visible(r, allocs, structs.NamespaceCapabilityReadJob, allocNamespace)
 	nu := newNodeUse(allocs)
 	v := &nodesView{pageBase: pageBase{Nav: "nodes", StreamTopics: []string{structs.TopicNode, structs.TopicAllocation}, PollMillis: u.pollMillis()}}
 	for _, n := range nodes {
@@ -244,6 +246,8 @@ func (u *ui) nodePage(r *http.Request) (string, pageData, error) {
 	if err != nil {
 		return "", nil, err
 	}
+	// Allocations of namespaces the caller may not read stay hidden.
+	allocs = visible(r, allocs, structs.NamespaceCapabilityReadJob, allocNamespace)
 	var mine []*structs.Allocation
 	for _, a := range allocs {
 		if a.NodeID == n.ID {

@@ -120,7 +120,7 @@ func TestUIRestartButtonFollowsTheRoute(t *testing.T) {
 	h := hh.(*handler)
 	// Start from the UI routes alone, whatever restart routes this build
 	// has, then add one.
-	h.mux = http.NewServeMux()
+	h.mux = newRouteMux()
 	if err := h.uiRoutes(); err != nil {
 		t.Fatal(err)
 	}

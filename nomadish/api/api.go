@@ -30,6 +30,9 @@ const (
 	HeaderLastContact = "X-Gpulayer-LastContact"
 	// HeaderToken carries the ACL token of the request.
 	HeaderToken = "X-Gpulayer-Token"
+	// HeaderNomadToken is Nomad's token header, sent as well so the
+	// requests also fit a Nomad-shaped proxy or server.
+	HeaderNomadToken = "X-Nomad-Token"
 )
 
 // Config configures a Client. The zero value of every field has a default.
@@ -41,8 +44,8 @@ type Config struct {
 	// HTTPClient sends the requests; nil means a client without a global
 	// timeout (blocking queries and log streams may last minutes).
 	HTTPClient *http.Client
-	// Token is the ACL token sent in the X-Gpulayer-Token header; empty
-	// sends none.
+	// Token is the ACL token's secret, sent in the X-Nomad-Token and
+	// X-Gpulayer-Token headers; empty sends none.
 	Token string
 	// TLSConfig, when set and HTTPClient is nil, configures HTTPS to the
 	// agent (api_tls.go); the Address must then be an https URL.
@@ -50,13 +53,23 @@ type Config struct {
 }
 
 // DefaultConfig returns a Config whose Address comes from the GPULAYER_ADDR
-// environment variable, or DefaultAddress.
+// environment variable, or DefaultAddress, and whose Token comes from
+// GPULAYER_TOKEN, else NOMAD_TOKEN.
 func DefaultConfig() *Config {
 	addr := os.Getenv("GPULAYER_ADDR")
 	if addr == "" {
 		addr = DefaultAddress
 	}
-	return &Config{Address: addr}
+	return &Config{Address: addr, Token: EnvToken()}
+}
+
+// EnvToken returns the ACL token from the environment: GPULAYER_TOKEN,
+// else NOMAD_TOKEN, else "".
+func EnvToken() string {
+	if t := os.Getenv("GPULAYER_TOKEN"); t != "" {
+		return t
+	}
+	return os.Getenv("NOMAD_TOKEN")
 }
 
 // Client talks to one GPUlayer agent over HTTP. It is safe for concurrent
@@ -211,6 +224,7 @@ func (c *Client) newRequest(ctx context.Context, method, path string, params url
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
+		req.Header.Set(HeaderNomadToken, c.token)
 		req.Header.Set(HeaderToken, c.token)
 	}
 	return req, nil

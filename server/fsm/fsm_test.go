@@ -156,6 +156,15 @@ func TestApplyEachMessageType(t *testing.T) {
 			},
 		},
 		{
+			name: "node secret rotate", mt: structs.NodeSecretRotateRequestType,
+			msg: &structs.NodeSecretRotateRequest{NodeID: node.ID, SecretID: "new-secret"},
+			check: func(t *testing.T) {
+				if n, _ := tf.State().NodeByID(nil, node.ID); n == nil || n.SecretID != "new-secret" {
+					t.Fatalf("node after rotate = %+v", n)
+				}
+			},
+		},
+		{
 			name: "node deregister", mt: structs.NodeDeregisterRequestType,
 			msg: &structs.NodeDeregisterRequest{NodeID: node.ID},
 			check: func(t *testing.T) {
@@ -171,6 +180,60 @@ func TestApplyEachMessageType(t *testing.T) {
 		{
 			name: "job register without job", mt: structs.JobRegisterRequestType,
 			msg: &structs.JobRegisterRequest{}, wantErr: structs.ErrInvalid,
+		},
+		{
+			name: "acl policy upsert", mt: structs.ACLPolicyUpsertRequestType,
+			msg: &structs.ACLPolicyUpsertRequest{Policies: []*structs.ACLPolicy{{Name: "readonly", Rules: `node { policy = "read" }`}}},
+			check: func(t *testing.T) {
+				if p, _ := tf.State().ACLPolicyByName(nil, "readonly"); p == nil {
+					t.Fatal("policy missing")
+				}
+			},
+		},
+		{
+			name: "acl bootstrap", mt: structs.ACLBootstrapRequestType,
+			msg: &structs.ACLBootstrapRequest{Token: &structs.ACLToken{AccessorID: "a1", SecretID: "s1", Type: structs.ACLTokenTypeManagement}},
+			check: func(t *testing.T) {
+				if b, _ := tf.State().ACLBootstrapped(nil); b == nil {
+					t.Fatal("bootstrap not recorded")
+				}
+			},
+		},
+		{
+			name: "acl bootstrap twice", mt: structs.ACLBootstrapRequestType,
+			msg:     &structs.ACLBootstrapRequest{Token: &structs.ACLToken{AccessorID: "a2", SecretID: "s2", Type: structs.ACLTokenTypeManagement}},
+			wantErr: structs.ErrACLBootstrapped,
+		},
+		{
+			name: "acl token upsert", mt: structs.ACLTokenUpsertRequestType,
+			msg: &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{{AccessorID: "a3", SecretID: "s3", Type: structs.ACLTokenTypeClient, Policies: []string{"readonly"}}}},
+			check: func(t *testing.T) {
+				if tok, _ := tf.State().ACLTokenBySecret(nil, "s3"); tok == nil || tok.AccessorID != "a3" {
+					t.Fatalf("token by secret = %+v", tok)
+				}
+			},
+		},
+		{
+			name: "acl token upsert reusing a secret", mt: structs.ACLTokenUpsertRequestType,
+			msg:     &structs.ACLTokenUpsertRequest{Tokens: []*structs.ACLToken{{AccessorID: "a4", SecretID: "s3"}}},
+			wantErr: structs.ErrInvalid,
+		},
+		{
+			name: "acl token delete", mt: structs.ACLTokenDeleteRequestType,
+			msg: &structs.ACLTokenDeleteRequest{AccessorIDs: []string{"a3"}},
+			check: func(t *testing.T) {
+				if tok, _ := tf.State().ACLTokenBySecret(nil, "s3"); tok != nil {
+					t.Fatal("token still there")
+				}
+			},
+		},
+		{
+			name: "acl policy delete", mt: structs.ACLPolicyDeleteRequestType,
+			msg: &structs.ACLPolicyDeleteRequest{Names: []string{"readonly"}},
+		},
+		{
+			name: "acl policy delete missing", mt: structs.ACLPolicyDeleteRequestType,
+			msg: &structs.ACLPolicyDeleteRequest{Names: []string{"readonly"}}, wantErr: structs.ErrNotFound,
 		},
 	}
 	for i, st := range steps {
@@ -206,7 +269,7 @@ func TestApplyEachMessageType(t *testing.T) {
 			t.FailNow()
 		}
 	}
-	if every := registeredTypes(); len(every) != 10 {
+	if every := registeredTypes(); len(every) != 16 {
 		t.Fatalf("registered types = %v", every)
 	}
 }

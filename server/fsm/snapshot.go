@@ -35,6 +35,10 @@ const (
 	SnapshotRecordAlloc SnapshotRecordType = 3 // a *structs.Allocation
 	SnapshotRecordEval  SnapshotRecordType = 4 // a *structs.Evaluation
 	SnapshotRecordIndex SnapshotRecordType = 5 // a *state.IndexEntry
+	// ACL records (policies, tokens with their secrets, the bootstrap).
+	SnapshotRecordACLPolicy    SnapshotRecordType = 6 // a *structs.ACLPolicy
+	SnapshotRecordACLToken     SnapshotRecordType = 7 // a *structs.ACLToken
+	SnapshotRecordACLBootstrap SnapshotRecordType = 8 // a *structs.ACLBootstrap
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
 	SnapshotRecordEnd SnapshotRecordType = 255
 )
@@ -103,7 +107,8 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 
 // writeState writes every table of snap as records.
 func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
-	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals} {
+	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals,
+		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap} {
 		idx, err := snap.Index(table)
 		if err != nil {
 			return err
@@ -150,6 +155,36 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 		if err := sw.record(SnapshotRecordEval, e); err != nil {
 			return err
 		}
+	}
+	return writeACLState(sw, snap)
+}
+
+// writeACLState writes the ACL tables as records.
+func writeACLState(sw *snapshotWriter, snap *state.StateSnapshot) error {
+	policies, err := snap.ACLPolicies(nil)
+	if err != nil {
+		return err
+	}
+	for _, p := range policies {
+		if err := sw.record(SnapshotRecordACLPolicy, p); err != nil {
+			return err
+		}
+	}
+	tokens, err := snap.ACLTokens(nil)
+	if err != nil {
+		return err
+	}
+	for _, t := range tokens {
+		if err := sw.record(SnapshotRecordACLToken, t); err != nil {
+			return err
+		}
+	}
+	b, err := snap.ACLBootstrapped(nil)
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		return sw.record(SnapshotRecordACLBootstrap, b)
 	}
 	return nil
 }
@@ -295,6 +330,24 @@ func restoreRecord(restore *state.StateRestore, dec *codec.Decoder, t SnapshotRe
 			return err
 		}
 		return restore.EvalRestore(&e)
+	case SnapshotRecordACLPolicy:
+		var p structs.ACLPolicy
+		if err := decodeRecord(dec, &p); err != nil {
+			return err
+		}
+		return restore.ACLPolicyRestore(&p)
+	case SnapshotRecordACLToken:
+		var tok structs.ACLToken
+		if err := decodeRecord(dec, &tok); err != nil {
+			return err
+		}
+		return restore.ACLTokenRestore(&tok)
+	case SnapshotRecordACLBootstrap:
+		var b structs.ACLBootstrap
+		if err := decodeRecord(dec, &b); err != nil {
+			return err
+		}
+		return restore.ACLBootstrapRestore(&b)
 	case SnapshotRecordIndex:
 		var ie state.IndexEntry
 		if err := decodeRecord(dec, &ie); err != nil {

@@ -6,7 +6,8 @@
 //    /v1/client/fs/logs/... with follow=true; text is only ever added with
 //    text nodes, so task output can never become markup.
 //  - Actions: stop/purge a job, restart an allocation, plan and run HCL.
-//  - Token: kept in localStorage and sent as X-Gpulayer-Token.
+//  - Token: kept in localStorage and sent as X-Gpulayer-Token; also in the
+//    gpulayer-token cookie (path /ui) so page loads carry it.
 (function () {
   'use strict';
 
@@ -22,6 +23,17 @@
     var t = token();
     if (t) { h['X-Gpulayer-Token'] = t; }
     return h;
+  }
+
+  // setTokenCookie stores the token for page loads (GET /ui/...), which
+  // cannot send a header; the API routes never read the cookie.
+  function setTokenCookie(secret) {
+    var attrs = '; path=/ui; SameSite=Strict' + (location.protocol === 'https:' ? '; Secure' : '');
+    if (secret) {
+      document.cookie = TOKEN_KEY + '=' + encodeURIComponent(secret) + attrs;
+    } else {
+      document.cookie = TOKEN_KEY + '=' + attrs + '; max-age=0';
+    }
   }
 
   function flash(msg, bad) {
@@ -420,6 +432,7 @@
         break;
       case 'clear-token':
         try { localStorage.removeItem(TOKEN_KEY); } catch (e) { /* private mode */ }
+        setTokenCookie('');
         document.getElementById('token-input').value = '';
         flash('Token cleared');
         break;
@@ -439,7 +452,10 @@
     if (f.dataset.action === 'plan') { ev.preventDefault(); doPlan(); }
     if (f.dataset.action === 'save-token') {
       ev.preventDefault();
-      try { localStorage.setItem(TOKEN_KEY, document.getElementById('token-input').value); } catch (e) { /* private mode */ }
+      var secret = document.getElementById('token-input').value;
+      try { localStorage.setItem(TOKEN_KEY, secret); } catch (e) { /* private mode */ }
+      setTokenCookie(secret);
+      if (document.body.dataset.login) { location.reload(); return; }
       document.getElementById('token-dialog').hidden = true;
       flash('Token saved');
     }
