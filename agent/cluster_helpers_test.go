@@ -143,12 +143,19 @@ type testCluster struct {
 
 // tokenTransport adds the cluster's management token to every request
 // that carries none.
-type tokenTransport struct{ c *testCluster }
+// base sends the request on; nil means http.DefaultTransport.
+type tokenTransport struct {
+	c    *testCluster
+	base http.RoundTripper
+}
 
 func (tt tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if tt.c.token != "" && r.Header.Get("X-Nomad-Token") == "" {
 		r = r.Clone(r.Context())
 		r.Header.Set("X-Nomad-Token", tt.c.token)
+	}
+	if tt.base != nil {
+		return tt.base.RoundTrip(r)
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }

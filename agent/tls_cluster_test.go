@@ -38,11 +38,13 @@ type tlsAgentSpec struct {
 	servers []string
 	// tls block files.
 	caFile, certFile, keyFile string
+	// aclToken is a client's token that may register nodes (acl.token).
+	aclToken string
 }
 
 // tlsAgentHCL is the one place the TLS cluster's agent config is written:
-// everything a production agent sets (add an acl block here once ACLs are
-// on by default).
+// everything a production agent sets, ACLs included (on by default; the
+// block says so anyway).
 func tlsAgentHCL(s tlsAgentSpec) string {
 	q := func(v string) string { return strconv.Quote(v) }
 	list := func(vs []string) string {
@@ -63,6 +65,11 @@ func tlsAgentHCL(s tlsAgentSpec) string {
 	}
 	fmt.Fprintf(&b, "tls {\n  http = true\n  rpc = true\n  ca_file = %s\n  cert_file = %s\n  key_file = %s\n  verify_server_hostname = true\n  verify_https_client = true\n}\n",
 		q(s.caFile), q(s.certFile), q(s.keyFile))
+	if s.aclToken != "" {
+		fmt.Fprintf(&b, "acl {\n  enabled = true\n  token = %s\n}\n", q(s.aclToken))
+	} else {
+		b.WriteString("acl {\n  enabled = true\n}\n")
+	}
 	return b.String()
 }
 
@@ -98,6 +105,8 @@ func startTLSCluster(t *testing.T, nServers, nClients int) *tlsCluster {
 		t.Fatal(err)
 	}
 	c.http = httpsClient(t, pki, tlsutil.RoleCLI)
+	// Once bootstrapped, the test's requests carry the management token.
+	c.http.Transport = tokenTransport{c: c.testCluster, base: c.http.Transport}
 	t.Cleanup(func() {
 		for _, p := range append(append([]*proc{}, c.clients...), c.servers...) {
 			p.stop()
@@ -131,9 +140,11 @@ func startTLSCluster(t *testing.T, nServers, nClients int) *tlsCluster {
 		c.servers = append(c.servers, p)
 		p.start()
 	}
-	c.waitStable(90 * time.Second)
+	leader := c.waitStable(90 * time.Second)
+	// ACLs are on: until bootstrapped only health and bootstrap answer.
+	clientToken := c.bootstrapACL(leader, 60*time.Second)
 	for i := 0; i < nClients; i++ {
-		p := c.agent(tlsAgentSpec{name: fmt.Sprintf("client%d", i), client: true, servers: c.httpAddrs(),
+		p := c.agent(tlsAgentSpec{name: fmt.Sprintf("client%d", i), client: true, servers: c.httpAddrs(), aclToken: clientToken,
 			httpPort: freePort(t), raftPort: freePort(t), serfPort: freePort(t)}, tlsutil.RoleClient)
 		c.clients = append(c.clients, p)
 		p.start()
@@ -180,10 +191,10 @@ func (c *tlsCluster) agent(spec tlsAgentSpec, role tlsutil.Role) *proc {
 // cli runs the gpulayer subcommand sub ("alloc logs") with the TLS flags
 // against p, then args.
 func (c *tlsCluster) cli(p *proc, sub string, args ...string) (string, error) {
-	argv := append(strings.Fields(sub), "-address="+p.url(), "-ca-cert="+c.pki.CAFile, "-client-cert="+c.cliCert, "-client-key="+c.cliKey)
+	argv := append(strings.Fields(sub), "-address="+p.url(), "-ca-cert="+c.pki.CAFile, "-client-cert="+c.cliCert, "-client-key="+c.cliKey, "-token="+c.token)
 	argv = append(argv, args...)
 	cmd := exec.Command(c.bin, argv...)
-	cmd.Env = append(os.Environ(), "GPULAYER_ADDR=", "GPULAYER_CACERT=", "NOMAD_CACERT=")
+	cmd.Env = append(os.Environ(), "GPULAYER_ADDR=", "GPULAYER_CACERT=", "NOMAD_CACERT=", "GPULAYER_TOKEN=", "NOMAD_TOKEN=")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -275,6 +286,48 @@ func TestTLSClusterEndToEnd(t *testing.T) {
 		cmd.Env = append(os.Environ(), "GPULAYER_CLIENT_CERT=", "GPULAYER_CLIENT_KEY=", "NOMAD_CLIENT_CERT=", "NOMAD_CLIENT_KEY=")
 		if out, err := cmd.CombinedOutput(); err == nil {
 			t.Fatalf("job status without a client certificate succeeded:\n%s", out)
+		}
+	})
+
+	t.Run("ACLs hold over mTLS", func(t *testing.T) {
+		// A CLI certificate is not a token: without one the API refuses.
+		anon := httpsClient(t, c.pki, tlsutil.RoleCLI)
+		resp, err := anon.Get(leader.url() + "/v1/jobs")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("GET /v1/jobs without a token: %d %q, want 403", resp.StatusCode, b)
+		}
+		// The bootstrap route answers Nomad's shape once, then refuses
+		// with Nomad's message (what `nomad acl bootstrap` prints).
+		req, _ := http.NewRequest(http.MethodPost, c.servers[2].url()+"/v1/acl/bootstrap", nil)
+		resp, err = anon.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "ACL bootstrap already done") {
+			t.Fatalf("second bootstrap: %d %q", resp.StatusCode, b)
+		}
+		out, err := c.cli(c.servers[1], "acl token self", "-json")
+		if err != nil {
+			t.Fatalf("acl token self: %v\n%s", err, out)
+		}
+		var self struct {
+			AccessorID, SecretID, Name, Type string
+			Global                           bool
+			CreateTime                       time.Time
+			CreateIndex, ModifyIndex         uint64
+		}
+		if err := json.Unmarshal([]byte(out), &self); err != nil {
+			t.Fatalf("acl token self -json: %v\n%s", err, out)
+		}
+		if self.Type != "management" || self.AccessorID == "" || self.SecretID != c.token || self.CreateTime.IsZero() || self.CreateIndex == 0 {
+			t.Fatalf("the bootstrap token reads %+v", self)
 		}
 	})
 
