@@ -26,7 +26,7 @@ func (s *Server) NodeRegister(ctx context.Context, node *structs.Node) (time.Dur
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.NodeRegister(fctx, node)
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.readyForWrites(); err != nil {
 		return 0, err
 	}
 	n := node.Copy()
@@ -70,7 +70,7 @@ func (s *Server) NodeUpdateStatus(ctx context.Context, nodeID, status string) (t
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.NodeUpdateStatus(fctx, nodeID, status)
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.readyForWrites(); err != nil {
 		return 0, err
 	}
 	node, err := s.fsm.State().NodeByID(nil, nodeID)

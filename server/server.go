@@ -195,12 +195,22 @@ type Server struct {
 	// established is true while this server is leader and has finished
 	// establishing leadership (broker enabled, evaluations restored).
 	established atomic.Bool
+	// caughtUp latches once this server's state has caught up since it
+	// started, so it may answer stale reads (consistency.go).
+	caughtUp atomic.Bool
+	// commits wraps the Raft transport to learn the leader's commit index;
+	// nil when the transport cannot be wrapped (consistency.go).
+	commits *commitTracker
 
 	// members is the gossip membership; nil without SerfBindAddr.
 	members *membership
 	// bootstrapped is true once Raft has (or no longer needs) a bootstrap
 	// configuration from this server.
 	bootstrapped atomic.Bool
+
+	// fatalCh receives the error that makes this server unusable (its FSM
+	// halted); the agent stops on it (FatalCh).
+	fatalCh chan error
 
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc
@@ -265,6 +275,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		config:         &c,
 		logger:         c.Logger,
 		leaderCh:       make(chan bool, 16),
+		fatalCh:        make(chan error, 1),
 		broker:         NewEvalBroker(c.EvalBroker),
 		planQueue:      NewPlanQueue(),
 		shutdownCtx:    ctx,
@@ -272,7 +283,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	s.blocked = NewBlockedEvals(s.broker)
 	s.heartbeats = newHeartbeats()
-	f, err := fsm.New(fsm.Config{Logger: s.logger, OnCapacityFreed: s.blocked.Unblock})
+	f, err := fsm.New(fsm.Config{Logger: s.logger, OnCapacityFreed: s.blocked.Unblock, OnHalt: s.onFSMHalt})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("server: %w", err)
@@ -345,6 +356,27 @@ func (s *Server) WaitForLeader(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// FatalCh returns a channel that receives one error when this server can
+// no longer serve (its FSM halted on a log entry it cannot apply: the
+// error names the Raft index and how to recover). The agent stops on it.
+func (s *Server) FatalCh() <-chan error { return s.fatalCh }
+
+// onFSMHalt reports a halted FSM on FatalCh and steps down if leading, so
+// a server that cannot apply the log neither serves nor leads.
+func (s *Server) onFSMHalt(err error) {
+	select {
+	case s.fatalCh <- err:
+	default:
+	}
+	go func() {
+		if s.raft != nil && s.IsLeader() {
+			if lerr := s.raft.LeadershipTransfer().Error(); lerr != nil {
+				s.logger.Warn("leadership transfer after fsm halt", "error", lerr)
+			}
+		}
+	}()
 }
 
 // IsLeader reports whether this server is the Raft leader.
