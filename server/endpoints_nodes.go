@@ -81,7 +81,7 @@ func (s *Server) NodeUpdateStatus(ctx context.Context, nodeID, status string) (t
 		return 0, fmt.Errorf("node %s: %w", nodeID, structs.ErrNotFound)
 	}
 	if node.Status != status {
-		req := &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: status, UpdatedAt: time.Now().Unix()}
+		req := &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: status, UpdatedAt: time.Now().UnixNano()}
 		if _, _, err := s.raftApply(structs.NodeUpdateStatusRequestType, req); err != nil {
 			return 0, fmt.Errorf("node update status %s: %w", nodeID, err)
 		}

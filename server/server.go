@@ -208,6 +208,8 @@ type Server struct {
 	// configuration from this server.
 	bootstrapped atomic.Bool
 
+	// metrics are this server's Prometheus metrics (metrics.go).
+	metrics *serverMetrics
 	// fatalCh receives the error that makes this server unusable (its FSM
 	// halted); the agent stops on it (FatalCh).
 	fatalCh chan error
@@ -276,6 +278,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		logger:         c.Logger,
 		leaderCh:       make(chan bool, 16),
 		fatalCh:        make(chan error, 1),
+		metrics:        newServerMetrics(),
 		broker:         NewEvalBroker(c.EvalBroker),
 		planQueue:      NewPlanQueue(),
 		shutdownCtx:    ctx,
@@ -404,7 +407,8 @@ func (s *Server) Peers() []string {
 
 // Stats returns Raft's statistics ("raft.state", "raft.last_log_index",
 // ...) and the server's ("broker.total_ready", "broker.total_unacked",
-// "broker.total_pending", "broker.total_waiting", "broker.total_failed",
+// "broker.total_pending", "broker.total_waiting" (held until WaitUntil),
+// "broker.total_delayed" (nacked, awaiting re-delivery), "broker.total_failed",
 // "blocked.total_blocked", "plan.queue_depth", "heartbeat.timers").
 func (s *Server) Stats() map[string]string {
 	out := map[string]string{}
@@ -416,6 +420,7 @@ func (s *Server) Stats() map[string]string {
 	out["broker.total_unacked"] = strconv.Itoa(b.TotalUnacked)
 	out["broker.total_pending"] = strconv.Itoa(b.TotalPending)
 	out["broker.total_waiting"] = strconv.Itoa(b.TotalWaiting)
+	out["broker.total_delayed"] = strconv.Itoa(b.TotalDelayed)
 	out["broker.total_failed"] = strconv.Itoa(b.TotalFailed)
 	bl := s.blocked.Stats()
 	out["blocked.total_blocked"] = strconv.Itoa(bl.TotalBlocked)

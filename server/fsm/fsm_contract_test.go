@@ -147,3 +147,26 @@ func TestExploitFSMHaltsOnCorruptEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestExploitNodeStatusUpdatedAtIsNanoseconds: every message's UpdatedAt is
+// Unix nanoseconds; a node's StatusUpdatedAt holds it in seconds. A value an
+// older version wrote in seconds still reads as seconds.
+func TestExploitNodeStatusUpdatedAtIsNanoseconds(t *testing.T) {
+	tf := newTestFSM(t)
+	node := statetest.Node(0)
+	tf.applyMsg(t, 1, structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: node})
+	at := time.Unix(1_700_000_000, 123_456_789)
+	if resp := tf.applyMsg(t, 2, structs.NodeUpdateStatusRequestType, &structs.NodeUpdateStatusRequest{NodeID: node.ID, Status: structs.NodeStatusDown, UpdatedAt: at.UnixNano()}); resp != nil {
+		t.Fatal(resp)
+	}
+	n, _ := tf.State().NodeByID(nil, node.ID)
+	if n.StatusUpdatedAt != at.Unix() {
+		t.Fatalf("StatusUpdatedAt = %d from UpdatedAt %d ns, want %d (Unix seconds)", n.StatusUpdatedAt, at.UnixNano(), at.Unix())
+	}
+	if resp := tf.applyMsg(t, 3, structs.NodeUpdateStatusRequestType, &structs.NodeUpdateStatusRequest{NodeID: node.ID, Status: structs.NodeStatusReady, UpdatedAt: 1_700_000_100}); resp != nil {
+		t.Fatal(resp)
+	}
+	if n, _ := tf.State().NodeByID(nil, node.ID); n.StatusUpdatedAt != 1_700_000_100 {
+		t.Fatalf("a legacy seconds UpdatedAt gave StatusUpdatedAt %d", n.StatusUpdatedAt)
+	}
+}
