@@ -25,7 +25,7 @@ const storeOpenTimeout = 5 * time.Second
 const recoverHint = "stop this agent, move the server data dir aside (or delete it) and start the agent again: " +
 	"it rejoins the cluster as a new server and receives the state from the leader " +
 	"(remove the old peer with `gpulayer operator raft remove-peer` if it stays listed); " +
-	"a single server without peers must restore from a snapshot (`gpulayer operator snapshot restore`)"
+	"a single server without peers must restore from a snapshot (`gpulayer operator snapshot restore`); see the README, \"Recovering a server\""
 
 // checkRaftStore opens the BoltDB file at path read-only and verifies it
 // before Raft uses it: the file must be at least as large as its meta page

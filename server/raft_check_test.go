@@ -142,4 +142,3 @@ func BenchmarkRaftStoreCheck100k(b *testing.B) {
 	}
 	b.ReportMetric(float64(fi.Size())/(1<<20), "file-MiB")
 }
-

@@ -60,6 +60,9 @@ var consistentRoutes = map[string]bool{
 type forwarder struct {
 	h         *handler
 	transport *http.Transport
+	// timeout is the base response timeout of a forwarded request; zero
+	// means DefaultForwardTimeout (forward_timeout.go).
+	timeout time.Duration
 }
 
 func newForwarder(h *handler) *forwarder {
@@ -146,7 +149,7 @@ func allowsStale(r *http.Request) bool {
 // proxy sends r to the leader at addr ("host:port") and copies the answer
 // back, streaming (blocking queries, snapshots).
 func (f *forwarder) proxy(w http.ResponseWriter, r *http.Request, addr, pattern string) {
-	r, fa := withForwardAttempt(r, forwardTimeout(r, pattern))
+	r, fa := withForwardAttempt(r, forwardTimeout(r, pattern, f.timeout))
 	target := &url.URL{Scheme: "http", Host: addr}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

@@ -38,17 +38,21 @@ var slowForwardRoutes = map[string]bool{
 var errForwardTimeout = errors.New("leader did not answer in time")
 
 // forwardTimeout returns how long the forwarded request r (matched by
-// pattern) may wait for the leader's response headers: DefaultForwardTimeout,
+// pattern) may wait for the leader's response headers: base (zero means
+// DefaultForwardTimeout),
 // plus for a blocking query (?index=N) its wait (default 5 minutes, capped at
 // 10, plus the server's jitter of up to 1/16), or slowForwardTimeout for
 // the routes in slowForwardRoutes.
-func forwardTimeout(r *http.Request, pattern string) time.Duration {
+func forwardTimeout(r *http.Request, pattern string, base time.Duration) time.Duration {
+	if base <= 0 {
+		base = DefaultForwardTimeout
+	}
 	if slowForwardRoutes[pattern] {
 		return slowForwardTimeout
 	}
 	q := r.URL.Query()
 	if q.Get("index") == "" || q.Get("index") == "0" {
-		return DefaultForwardTimeout
+		return base
 	}
 	wait := structs.DefaultBlockingQueryWait
 	if s := q.Get("wait"); s != "" {
@@ -57,7 +61,7 @@ func forwardTimeout(r *http.Request, pattern string) time.Duration {
 		}
 	}
 	wait = min(wait, structs.MaxBlockingQueryWait)
-	return wait + wait/16 + DefaultForwardTimeout
+	return wait + wait/16 + base
 }
 
 // forwardAttempt is what the deadline transport learns about one forwarded
