@@ -172,6 +172,8 @@ func TestClusterRoundRobinReaderNeverGoesBack(t *testing.T) {
 	for i := 0; i < initial; i++ {
 		c.registerRetry(batchJob(fmt.Sprintf("job-%03d", i), time.Second))
 	}
+	var mu sync.Mutex
+	var writeErrs, readErrs []string
 	var acked atomic.Int64
 	acked.Store(initial)
 	stop := make(chan struct{})
@@ -188,13 +190,21 @@ func TestClusterRoundRobinReaderNeverGoesBack(t *testing.T) {
 			case <-time.After(100 * time.Millisecond):
 			}
 			p := c.servers[i%len(c.servers)]
-			if p.alive() && c.putJob(p, batchJob(fmt.Sprintf("more-%04d", i), time.Second)) == nil {
-				acked.Add(1)
+			if !p.alive() {
+				continue
 			}
+			if err := c.putJob(p, batchJob(fmt.Sprintf("more-%04d", i), time.Second)); err != nil {
+				mu.Lock()
+				if len(writeErrs) < 5 {
+					writeErrs = append(writeErrs, fmt.Sprintf("%s %v", time.Now().Format("15:04:05.000"), err))
+				}
+				mu.Unlock()
+				continue
+			}
+			acked.Add(1)
 		}
 	}()
 
-	var mu sync.Mutex
 	var violations []string
 	var ok, failed int
 	var maxIndex uint64
@@ -214,6 +224,9 @@ func TestClusterRoundRobinReaderNeverGoesBack(t *testing.T) {
 			switch {
 			case err != nil:
 				failed++
+				if len(readErrs) < 8 || failed%100 == 0 {
+					readErrs = append(readErrs, fmt.Sprintf("%s %v", time.Now().Format("15:04:05.000"), err))
+				}
 			case r.index < maxIndex:
 				violations = append(violations, fmt.Sprintf("%s answered index %d after %d was seen", r.server, r.index, maxIndex))
 			case int64(r.jobs) < want:
@@ -245,6 +258,8 @@ func TestClusterRoundRobinReaderNeverGoesBack(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("%d reads answered, %d refused or failed, last index %d, %d jobs acknowledged", ok, failed, maxIndex, acked.Load())
+	t.Logf("sample of refused reads: %q", readErrs)
+	t.Logf("sample of failed writes: %q", writeErrs)
 	if len(violations) > 0 {
 		n := min(len(violations), 20)
 		t.Fatalf("%d reads went back in time, e.g.:\n%v", len(violations), violations[:n])
