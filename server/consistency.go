@@ -167,6 +167,11 @@ func (s *Server) readyForStaleReads() error {
 	return nil
 }
 
+// Ready returns nil once this server may answer stale reads from its own
+// state (it has caught up since it started), else an error wrapping
+// structs.ErrNotReady that says why. GET /v1/status/health reports it.
+func (s *Server) Ready() error { return s.readyForStaleReads() }
+
 // readyForWrites returns nil when this server is the leader and has
 // established leadership; else an error wrapping structs.ErrNotLeader (a
 // follower), or structs.ErrNotReady and ErrNotLeader (a leader whose

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -124,5 +125,23 @@ func TestNotReadyIs503(t *testing.T) {
 	resp, body := doReq(t, "GET", ts.URL+"/v1/jobs?stale", "")
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "not ready") {
 		t.Fatalf("stale read on a server not caught up: %d %s", resp.StatusCode, body)
+	}
+}
+
+// notReadyServer is a fake server whose state has not caught up.
+type notReadyServer struct{ *fakeServer }
+
+func (notReadyServer) Ready() error {
+	return fmt.Errorf("%w: catching up with the leader: applied index 3 of 166", structs.ErrNotReady)
+}
+
+// TestExploitHealthSaysNotCaughtUp: a server that has not caught up since
+// it started (restarted on a full disk, wiped and rejoining) is not healthy,
+// though a leader is known.
+func TestExploitHealthSaysNotCaughtUp(t *testing.T) {
+	ts := serve(t, notReadyServer{newFakeServer()})
+	resp, body := doReq(t, "GET", ts.URL+"/v1/status/health", "")
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "applied index 3 of 166") {
+		t.Fatalf("health of a server not caught up: %d %s", resp.StatusCode, body)
 	}
 }
