@@ -22,7 +22,8 @@ const (
 )
 
 // parseQueryOptions reads ?index=N (a Raft index), ?wait=D (a Go duration
-// such as "30s"; a bare number is seconds), ?stale and ?prefix. A bad value
+// such as "30s"; a bare number is seconds), ?stale, ?max_stale=D (checked
+// here, applied by forward_stale.go) and ?prefix. A bad value
 // is a 400 error naming the parameter. The server caps the wait at
 // structs.MaxBlockingQueryWait.
 func parseQueryOptions(r *http.Request) (*structs.QueryOptions, error) {
@@ -47,6 +48,11 @@ func parseQueryOptions(r *http.Request) (*structs.QueryOptions, error) {
 		return nil, err
 	}
 	q.AllowStale = stale
+	if s := v.Get("max_stale"); s != "" {
+		if _, err := parseWait(s); err != nil {
+			return nil, badRequest("invalid max_stale parameter %q: want a duration such as \"5s\"", s)
+		}
+	}
 	q.Prefix = v.Get("prefix")
 	return q, nil
 }

@@ -113,8 +113,9 @@ func (h *handler) maybeForward(w http.ResponseWriter, r *http.Request, pattern s
 	consistent := consistentRoutes[pattern] && wantsConsistent(r)
 	// By default a read is answered by the leader (Nomad's and Consul's
 	// contract; the server confirms its leadership and readiness); only
-	// ?stale may be answered here (consistency.go in package server).
-	if !leaderOnly && !consistent && !(consistentRoutes[pattern] && !allowsStale(r)) {
+	// ?stale may be answered here (consistency.go in package server), and
+	// only within its ?max_stale (forward_stale.go).
+	if !leaderOnly && !consistent && !(consistentRoutes[pattern] && (!allowsStale(r) || h.staleTooOld(r))) {
 		return false
 	}
 	if h.cluster.IsLeader() {

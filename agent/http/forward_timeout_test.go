@@ -145,3 +145,40 @@ func TestExploitHealthSaysNotCaughtUp(t *testing.T) {
 		t.Fatalf("health of a server not caught up: %d %s", resp.StatusCode, body)
 	}
 }
+
+// laggingFollower is a follower that last heard from its leader `last` ago.
+type laggingFollower struct {
+	*fakeCluster
+	last time.Duration
+}
+
+func (f laggingFollower) LastContact() time.Duration { return f.last }
+
+// TestStaleReadMaxStale: ?stale&max_stale=D is answered locally while the
+// follower's last leader contact is within D, and by the leader otherwise.
+func TestStaleReadMaxStale(t *testing.T) {
+	leader := newFakeCluster(true)
+	lts := serve(t, leader)
+	for _, tc := range []struct {
+		last       time.Duration
+		wantLeader bool
+	}{{100 * time.Millisecond, false}, {5 * time.Second, true}, {-1, true}} {
+		f := newFakeCluster(false)
+		f.leaderHTTP = hostOf(lts)
+		fts := serve(t, laggingFollower{f, tc.last})
+		leader.resetQuery()
+		resp, body := doReq(t, "GET", fts.URL+"/v1/jobs?stale&max_stale=1s", "")
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("last contact %s: %d %s", tc.last, resp.StatusCode, body)
+		}
+		_, _, lq := leader.seen()
+		_, _, fq := f.seen()
+		if tc.wantLeader != (lq != nil) || tc.wantLeader == (fq != nil) {
+			t.Fatalf("last contact %s, max_stale 1s: leader ran it %v, follower ran it %v", tc.last, lq != nil, fq != nil)
+		}
+	}
+	resp, _ := doReq(t, "GET", lts.URL+"/v1/jobs?stale&max_stale=soon", "")
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("invalid max_stale: %d, want 400", resp.StatusCode)
+	}
+}
