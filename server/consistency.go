@@ -163,8 +163,36 @@ func (s *Server) readyForStaleReads() error {
 	case applied < seen:
 		return fmt.Errorf("%w: catching up with the leader: applied index %d of %d", structs.ErrNotReady, applied, seen)
 	}
+	// Raft counts an entry applied once it hands it to the FSM goroutine:
+	// wait until the FSM has finished the last command at or below seen.
+	if want := s.lastCommandAtOrBelow(seen); s.fsm.LastApplied() < want {
+		return fmt.Errorf("%w: catching up with the leader: state machine at index %d of %d", structs.ErrNotReady, s.fsm.LastApplied(), want)
+	}
 	s.markCaughtUp()
 	return nil
+}
+
+// maxCommandLookback bounds how many trailing non-command entries (no-ops,
+// barriers, configuration changes) lastCommandAtOrBelow skips.
+const maxCommandLookback = 256
+
+// lastCommandAtOrBelow returns the index of the last log entry at or below
+// index that Raft hands to the FSM (a command), or 0 when there is none in
+// reach (compacted into a snapshot, which the FSM restored at start).
+func (s *Server) lastCommandAtOrBelow(index uint64) uint64 {
+	if s.raftLogs == nil {
+		return 0
+	}
+	var l raft.Log
+	for i := index; i > 0 && index-i < maxCommandLookback; i-- {
+		if err := s.raftLogs.GetLog(i, &l); err != nil {
+			return 0
+		}
+		if l.Type == raft.LogCommand {
+			return i
+		}
+	}
+	return 0
 }
 
 // Ready returns nil once this server may answer stale reads from its own

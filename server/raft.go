@@ -80,6 +80,7 @@ func (s *Server) setupRaft() error {
 	if err != nil {
 		return fmt.Errorf("raft: log cache: %w", err)
 	}
+	s.raftLogs = logs
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, raftSnapshotsRetained, rlog)
 	if err != nil {
 		return fmt.Errorf("raft: snapshot store: %w", err)

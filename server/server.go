@@ -183,6 +183,9 @@ type Server struct {
 	raft          *raft.Raft
 	raftTransport raft.Transport
 	raftStore     io.Closer
+	// raftLogs is the Raft log (the cache over raftStore), read to tell
+	// which committed entries the FSM still has to apply (consistency.go).
+	raftLogs raft.LogStore
 	leaderCh      chan bool
 
 	broker     *EvalBroker

@@ -65,6 +65,8 @@ type FSM struct {
 	onHalt          func(err error)
 	// halted holds the error that halted the FSM; nil while it runs.
 	halted atomic.Pointer[error]
+	// lastApplied is the Raft index of the last entry Apply finished.
+	lastApplied atomic.Uint64
 }
 
 // New returns an FSM over a new, empty state store. It returns an error
@@ -115,6 +117,7 @@ var _ raft.FSM = (*raftFSM)(nil)
 // an error wrapping ErrApplyPanic (the same on every server, so no drift).
 func (r *raftFSM) Apply(log *raft.Log) interface{} {
 	f := (*FSM)(r)
+	defer f.lastApplied.Store(log.Index)
 	if err := f.Halted(); err != nil {
 		return err
 	}
@@ -147,6 +150,11 @@ func (f *FSM) apply(t structs.MessageType, index uint64, req interface{}) (resp 
 	}()
 	return fn(f, index, req)
 }
+
+// LastApplied returns the Raft index of the last log entry Apply has
+// finished (zero before the first). Raft's own applied index runs ahead of
+// it: Raft counts an entry applied when it hands it to the FSM goroutine.
+func (f *FSM) LastApplied() uint64 { return f.lastApplied.Load() }
 
 // Halted returns nil while the FSM applies entries, and the error wrapping
 // ErrHalted that stopped it otherwise.
