@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrCorruptStore is wrapped by the error NewServer returns when the Raft
@@ -59,7 +60,7 @@ func checkRaftStore(path string) (err error) {
 	}()
 	db, openErr := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: storeOpenTimeout})
 	if openErr != nil {
-		if errors.Is(openErr, bbolt.ErrTimeout) {
+		if errors.Is(openErr, bolterrors.ErrTimeout) {
 			return fmt.Errorf("raft log store %s: another process holds it open (is another agent running on this data dir?): %w", path, openErr)
 		}
 		return corrupt(path, openErr.Error())

@@ -186,7 +186,7 @@ type Server struct {
 	// raftLogs is the Raft log (the cache over raftStore), read to tell
 	// which committed entries the FSM still has to apply (consistency.go).
 	raftLogs raft.LogStore
-	leaderCh      chan bool
+	leaderCh chan bool
 
 	broker     *EvalBroker
 	blocked    *BlockedEvals
