@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,4 +269,71 @@ func TestClusterRoundRobinReaderNeverGoesBack(t *testing.T) {
 	if ok < 50 {
 		t.Fatalf("only %d reads answered", ok)
 	}
+}
+
+// signal sends sig to p's process.
+func (p *proc) signal(sig syscall.Signal) {
+	p.mu.Lock()
+	cmd := p.cmd
+	p.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Signal(sig)
+	}
+}
+
+// TestClusterStalledLeaderDoesNotHoldForwardedWrites (defect 3): with the
+// leader stopped (SIGSTOP) until the others have elected a new one, a
+// write sent to a follower is
+// answered within the forward timeout, with 504 "outcome unknown" when it
+// reached the stalled leader (or 503 when it could not), not held for the
+// whole stop; once the others have elected a new leader, writes through
+// the follower succeed while the old leader is still stopped.
+func TestClusterStalledLeaderDoesNotHoldForwardedWrites(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("starts real server processes; skipped with -short and -race")
+	}
+	c := startCluster(t, 3, 0, 0)
+	l := c.waitStable(60 * time.Second)
+	var f *proc
+	for _, p := range c.servers {
+		if p != l {
+			f = p
+			break
+		}
+	}
+	l.signal(syscall.SIGSTOP)
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			l.signal(syscall.SIGCONT)
+		}
+	}
+	defer resume()
+
+	start := time.Now()
+	err := c.putJob(f, batchJob("during-stall", time.Second))
+	took := time.Since(start)
+	if took > 8*time.Second {
+		t.Fatalf("a write forwarded to a stopped leader was held %s (answer: %v)", took, err)
+	}
+	if err != nil && !strings.Contains(err.Error(), "504") && !strings.Contains(err.Error(), "503") {
+		t.Fatalf("write during the stall: %v, want 200, 503 or 504", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "504") && !strings.Contains(err.Error(), "outcome unknown") {
+		t.Fatalf("a 504 that does not say the outcome is unknown: %v", err)
+	}
+	t.Logf("write during the stall answered after %s: %v", took, err)
+
+	waitFor(t, 12*time.Second, "a write through the follower while the old leader is stopped", func() (bool, string) {
+		if err := c.putJob(f, batchJob("after-election", time.Second)); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	if since := time.Since(start); since > 15*time.Second {
+		t.Fatalf("writes resumed only after %s", since)
+	}
+	resume()
+	c.waitStable(60 * time.Second)
 }
