@@ -92,6 +92,7 @@ func TestExploitCorruptRaftStoreRefusedAtStart(t *testing.T) {
 			if !errors.Is(err, ErrCorruptStore) || !strings.Contains(msg, path) || !strings.Contains(msg, "move the server data dir aside") {
 				t.Fatalf("start on a corrupt raft.db: %v\nwant ErrCorruptStore naming %s and how to recover", err, path)
 			}
+			t.Log(msg)
 			if strings.Count(msg, "\n") > 0 {
 				t.Fatalf("the error is not one line: %q", msg)
 			}
