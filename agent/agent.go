@@ -234,6 +234,16 @@ func (a *Agent) start() error {
 	return nil
 }
 
+// FatalCh returns a channel that receives an error when the agent's server
+// can no longer serve (its state machine halted on a corrupt log entry); the
+// command stops the agent with that one message. Nil without a server.
+func (a *Agent) FatalCh() <-chan error {
+	if a.server == nil {
+		return nil
+	}
+	return a.server.FatalCh()
+}
+
 // HTTPAddr returns the address the HTTP API listens on ("127.0.0.1:4656").
 func (a *Agent) HTTPAddr() string {
 	if a.listener == nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/gpulayer/gpulayer/internal/waittest"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -236,7 +237,8 @@ func startCluster(t testing.TB, nServers, nClients, gpusPerClient int) *testClus
 		args := []string{"agent", "-server", fmt.Sprintf("-bootstrap-expect=%d", nServers),
 			"-data-dir=" + filepath.Join(root, fmt.Sprintf("server%d", i)), "-bind=127.0.0.1",
 			fmt.Sprintf("-http-port=%d", sp[i].http), fmt.Sprintf("-raft-port=%d", sp[i].raft),
-			fmt.Sprintf("-serf-port=%d", sp[i].serf), fmt.Sprintf("-node=server%d", i), "-log-level=DEBUG"}
+			fmt.Sprintf("-serf-port=%d", sp[i].serf), fmt.Sprintf("-node=server%d", i), "-log-level=DEBUG",
+			clusterAgentConfig(t, filepath.Join(root, fmt.Sprintf("server%d.hcl", i)), "server")}
 		for j := range sp {
 			if j != i {
 				args = append(args, fmt.Sprintf("-retry-join=127.0.0.1:%d", sp[j].serf))
@@ -274,7 +276,8 @@ func startCluster(t testing.TB, nServers, nClients, gpusPerClient int) *testClus
 		args := []string{"agent", "-client", "-servers=" + servers, "-acl-token=" + clientToken,
 			"-data-dir=" + filepath.Join(root, fmt.Sprintf("client%d", i)), "-bind=127.0.0.1",
 			fmt.Sprintf("-http-port=%d", freePort(t)), fmt.Sprintf("-node=client%d", i),
-			fmt.Sprintf("-dev-gpus=%d", gpusPerClient), "-log-level=DEBUG"}
+			fmt.Sprintf("-dev-gpus=%d", gpusPerClient), "-log-level=DEBUG",
+			clusterAgentConfig(t, filepath.Join(root, fmt.Sprintf("client%d.hcl", i)), "client")}
 		p := &proc{t: t, name: fmt.Sprintf("client%d", i), bin: bin, args: args}
 		for _, a := range args {
 			if strings.HasPrefix(a, "-http-port=") {
@@ -300,6 +303,19 @@ func startCluster(t testing.TB, nServers, nClients, gpusPerClient int) *testClus
 		})
 	}
 	return c
+}
+
+// clusterAgentConfig writes the agent config file every agent of a
+// startCluster cluster loads (role is "server" or "client") to path and
+// returns the -config flag naming it. It is the one place for settings
+// all cluster test agents share (an acl block, a bootstrap token, TLS).
+func clusterAgentConfig(t testing.TB, path, role string) string {
+	t.Helper()
+	hcl := "# gpulayer test cluster agent (" + role + ")\n"
+	if err := os.WriteFile(path, []byte(hcl), 0o600); err != nil {
+		t.Fatalf("write agent config: %v", err)
+	}
+	return "-config=" + path
 }
 
 // waitStable waits until every running server names the same leader,

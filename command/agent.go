@@ -111,6 +111,12 @@ func (c *AgentCommand) Run(args []string) int {
 		c.Ui.Output(fmt.Sprintf("==> Caught signal %v, shutting down", sig))
 	case <-c.ShutdownCh:
 		c.Ui.Output("==> Shutting down")
+	case err := <-a.FatalCh():
+		c.Ui.Error(fmt.Sprintf("==> Stopping: %v", err))
+		if serr := a.Shutdown(); serr != nil {
+			c.Ui.Error(fmt.Sprintf("Error during shutdown: %v", serr))
+		}
+		return 1
 	}
 	if err := a.Shutdown(); err != nil {
 		c.Ui.Error(fmt.Sprintf("Error during shutdown: %v", err))

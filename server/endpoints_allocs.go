@@ -20,12 +20,15 @@ const minPrefixLen = 4
 const EvalTriggerAllocFailure = "alloc-failure"
 
 // UpdateAllocs records client-side status of allocations (ClientStatus,
-// ClientDescription, TaskStates) in one Raft entry; unknown allocation IDs
-// are skipped. A service allocation or a gang member that failed gets a
-// pending evaluation for its job, so the scheduler replaces it (a gang as a
-// whole). It returns an error wrapping
-// structs.ErrInvalid for an allocation without ID, and errors wrapping
-// structs.ErrNotLeader or structs.ErrShutdown.
+// ClientDescription, TaskStates) in one Raft entry. A service allocation or
+// a gang member that failed gets a pending evaluation for its job, so the
+// scheduler replaces it (a gang as a whole). It returns an error wrapping
+// structs.ErrInvalid for an allocation without ID; one wrapping
+// structs.ErrNotFound naming every allocation the leader does not know
+// (nothing is applied: the caller drops those and resends the rest); and
+// errors wrapping structs.ErrNotLeader, structs.ErrNotReady (a leader whose
+// barrier has not applied the log: retry), structs.ErrOutcomeUnknown or
+// structs.ErrShutdown.
 func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation) error {
 	if len(allocs) == 0 {
 		return nil
@@ -33,13 +36,14 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.UpdateAllocs(fctx, allocs)
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.readyForWrites(); err != nil {
 		return err
 	}
 	now := time.Now().UnixNano()
 	store := s.fsm.State()
 	req := &structs.AllocClientUpdateRequest{UpdatedAt: now}
 	evalFor := map[string]bool{}
+	var unknown []string
 	for _, a := range allocs {
 		if a == nil || a.ID == "" {
 			return fmt.Errorf("update allocs: %w: allocation without ID", structs.ErrInvalid)
@@ -50,14 +54,18 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 			upd.TaskStates = a.Copy().TaskStates
 		}
 		req.Allocs = append(req.Allocs, upd)
-		if a.ClientStatus != structs.AllocClientStatusFailed {
-			continue
-		}
 		old, err := store.AllocByID(nil, a.ID)
 		if err != nil {
 			return fmt.Errorf("update allocs: %w", err)
 		}
-		if old == nil || old.ClientStatus == structs.AllocClientStatusFailed || old.DesiredStatus != structs.AllocDesiredStatusRun || evalFor[old.JobID] {
+		if old == nil {
+			unknown = append(unknown, a.ID)
+			continue
+		}
+		if a.ClientStatus != structs.AllocClientStatusFailed {
+			continue
+		}
+		if old.ClientStatus == structs.AllocClientStatusFailed || old.DesiredStatus != structs.AllocDesiredStatusRun || evalFor[old.JobID] {
 			continue
 		}
 		job, err := store.JobByID(nil, old.JobID)
@@ -76,6 +84,11 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 			TriggeredBy: EvalTriggerAllocFailure, JobID: job.ID, JobModifyIndex: job.JobModifyIndex,
 			Status: structs.EvalStatusPending, CreateTime: now, ModifyTime: now,
 		})
+	}
+	if len(unknown) > 0 {
+		// The leader's state holds every committed allocation (it is
+		// ready): an unknown ID was never placed or was garbage collected.
+		return fmt.Errorf("update allocs: unknown allocations %q (nothing was applied): %w", unknown, structs.ErrNotFound)
 	}
 	_, index, err := s.raftApply(structs.AllocClientUpdateRequestType, req)
 	if err != nil {

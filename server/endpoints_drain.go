@@ -57,7 +57,7 @@ func (s *Server) NodeUpdateDrain(ctx context.Context, req *NodeDrainRequest) (ui
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.NodeUpdateDrain(fctx, req)
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.readyForWrites(); err != nil {
 		return 0, err
 	}
 	n, err := s.resolveNode(ctx, req.NodeID)
@@ -104,7 +104,7 @@ func (s *Server) NodeUpdateEligibility(ctx context.Context, nodeID, eligibility 
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.NodeUpdateEligibility(fctx, nodeID, eligibility)
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.readyForWrites(); err != nil {
 		return 0, err
 	}
 	n, err := s.resolveNode(ctx, nodeID)
@@ -139,7 +139,7 @@ func (s *Server) AllocStop(ctx context.Context, allocID string) (string, uint64,
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.AllocStop(fctx, allocID)
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.readyForWrites(); err != nil {
 		return "", 0, err
 	}
 	a, _, err := s.AllocGet(ctx, allocID, &structs.QueryOptions{})

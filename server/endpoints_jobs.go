@@ -23,7 +23,7 @@ func (s *Server) JobRegister(ctx context.Context, job *structs.Job) (*structs.Jo
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.JobRegister(fctx, job)
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.readyForWrites(); err != nil {
 		return nil, err
 	}
 	job = job.Copy()
@@ -70,7 +70,7 @@ func (s *Server) JobDeregister(ctx context.Context, jobID string, purge bool) (*
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.JobDeregister(fctx, jobID, purge)
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.readyForWrites(); err != nil {
 		return nil, err
 	}
 	job, err := s.fsm.State().JobByID(nil, jobID)

@@ -29,7 +29,7 @@ func (s *Server) NodeRegister(ctx context.Context, node *structs.Node) (time.Dur
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.NodeRegister(fctx, node)
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.readyForWrites(); err != nil {
 		return 0, err
 	}
 	n := node.Copy()
@@ -73,7 +73,7 @@ func (s *Server) NodeUpdateStatus(ctx context.Context, nodeID, status string) (t
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.NodeUpdateStatus(fctx, nodeID, status)
 	}
-	if err := s.checkLeader(); err != nil {
+	if err := s.readyForWrites(); err != nil {
 		return 0, err
 	}
 	node, err := s.fsm.State().NodeByID(nil, nodeID)
@@ -84,7 +84,7 @@ func (s *Server) NodeUpdateStatus(ctx context.Context, nodeID, status string) (t
 		return 0, fmt.Errorf("node %s: %w", nodeID, structs.ErrNotFound)
 	}
 	if node.Status != status {
-		req := &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: status, UpdatedAt: time.Now().Unix()}
+		req := &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: status, UpdatedAt: time.Now().UnixNano()}
 		if _, _, err := s.raftApply(structs.NodeUpdateStatusRequestType, req); err != nil {
 			return 0, fmt.Errorf("node update status %s: %w", nodeID, err)
 		}

@@ -102,10 +102,11 @@ type BrokerStats struct {
 	// TotalPending counts evaluations waiting for an earlier evaluation of
 	// the same job.
 	TotalPending int
-	// TotalWaiting counts nacked evaluations waiting for their re-delivery
-	// delay.
+	// TotalWaiting counts evaluations held until their WaitUntil (the
+	// broker's waiting timers; Nomad's "waiting").
 	TotalWaiting int
-	// TotalDelayed counts evaluations held until their WaitUntil.
+	// TotalDelayed counts nacked evaluations held for their re-delivery
+	// delay (the broker's delayed timers).
 	TotalDelayed int
 	TotalFailed  int
 	ByType       map[string]int
@@ -454,8 +455,8 @@ func (b *EvalBroker) Stats() BrokerStats {
 	defer b.mu.Unlock()
 	st := BrokerStats{
 		TotalUnacked: len(b.unack),
-		TotalWaiting: len(b.delayed),
-		TotalDelayed: len(b.waiting),
+		TotalWaiting: len(b.waiting),
+		TotalDelayed: len(b.delayed),
 		TotalFailed:  len(b.failed),
 		ByType:       map[string]int{},
 	}

@@ -23,7 +23,7 @@ func TestEvalBroker_WaitUntil(t *testing.T) {
 	later.WaitUntil = until.UnixNano()
 	b.Enqueue(later)
 	b.Enqueue(later) // a retried enqueue is ignored
-	if st := b.Stats(); st.TotalDelayed != 1 || st.TotalReady != 0 || st.TotalPending != 0 {
+	if st := b.Stats(); st.TotalWaiting != 1 || st.TotalReady != 0 || st.TotalPending != 0 {
 		t.Fatalf("stats %+v, want one delayed evaluation", st)
 	}
 	// An evaluation of the same job without WaitUntil is delivered at once.
@@ -47,7 +47,7 @@ func TestEvalBroker_WaitUntil(t *testing.T) {
 	past := testEval("past", "job2", 50, 3)
 	past.WaitUntil = time.Now().Add(-time.Hour).UnixNano()
 	b.Enqueue(past)
-	if st := b.Stats(); st.TotalReady != 1 || st.TotalDelayed != 0 {
+	if st := b.Stats(); st.TotalReady != 1 || st.TotalWaiting != 0 {
 		t.Fatalf("stats %+v, want the past evaluation ready", st)
 	}
 	ev, tok = dequeueWithin(t, b, time.Second)
@@ -62,7 +62,7 @@ func TestEvalBroker_WaitUntil(t *testing.T) {
 	b.Enqueue(flushed)
 	b.SetEnabled(false)
 	b.SetEnabled(true)
-	if st := b.Stats(); st.TotalDelayed != 0 {
+	if st := b.Stats(); st.TotalWaiting != 0 {
 		t.Fatalf("stats %+v after flush, want nothing delayed", st)
 	}
 	// Nothing is delivered through the flushed timer's deadline and well
@@ -71,5 +71,28 @@ func TestEvalBroker_WaitUntil(t *testing.T) {
 	defer cancel()
 	if ev, _, err := b.Dequeue(ctx, []string{structs.JobTypeBatch}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("dequeue got %v, %v after the flush; want nothing", ev, err)
+	}
+}
+
+// TestExploitBrokerStatsWaitingAndDelayedApart: an evaluation held until its
+// WaitUntil counts as waiting, a nacked one held for its re-delivery delay
+// as delayed; neither counts as the other.
+func TestExploitBrokerStatsWaitingAndDelayedApart(t *testing.T) {
+	b := NewEvalBroker(EvalBrokerConfig{InitialNackDelay: time.Hour})
+	b.SetEnabled(true)
+	defer b.SetEnabled(false)
+	later := testEval("later", "job-a", 50, 1)
+	later.WaitUntil = time.Now().Add(time.Hour).UnixNano()
+	b.Enqueue(later)
+	if st := b.Stats(); st.TotalWaiting != 1 || st.TotalDelayed != 0 {
+		t.Fatalf("after a WaitUntil enqueue: waiting %d delayed %d, want 1 and 0", st.TotalWaiting, st.TotalDelayed)
+	}
+	b.Enqueue(testEval("nacked", "job-b", 50, 2))
+	ev, tok := dequeueWithin(t, b, time.Second)
+	if err := b.Nack(ev.ID, tok); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Stats(); st.TotalWaiting != 1 || st.TotalDelayed != 1 {
+		t.Fatalf("after a nack: waiting %d delayed %d, want 1 and 1", st.TotalWaiting, st.TotalDelayed)
 	}
 }

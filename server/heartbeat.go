@@ -116,7 +116,7 @@ func (s *Server) invalidateHeartbeat(nodeID string) {
 	if err != nil || node == nil || node.Status == structs.NodeStatusDown {
 		return
 	}
-	req := &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: structs.NodeStatusDown, UpdatedAt: time.Now().Unix()}
+	req := &structs.NodeUpdateStatusRequest{NodeID: nodeID, Status: structs.NodeStatusDown, UpdatedAt: time.Now().UnixNano()}
 	if _, _, err := s.raftApply(structs.NodeUpdateStatusRequestType, req); err != nil {
 		log.Error("mark node down", "node_id", nodeID, "error", err)
 		return

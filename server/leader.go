@@ -115,6 +115,7 @@ func (s *Server) establishLeadership(ctx context.Context, ls *leaderState) error
 		}()
 	}
 	s.established.Store(true)
+	s.markCaughtUp()
 	return nil
 }
 

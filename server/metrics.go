@@ -1,12 +1,10 @@
 package server
 
 import (
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"weak"
 
 	armonmetrics "github.com/armon/go-metrics"
 	"github.com/gpulayer/gpulayer/structs"
@@ -34,24 +32,9 @@ type serverMetrics struct {
 	observerOnce sync.Once
 }
 
-// metricsByServer maps each Server (weakly, so a shut-down server can be
-// collected) to its metrics. It keeps the metrics out of the Server struct
-// while server.go is being reworked for multi-server clusters; a field
-// would do as well.
-var metricsByServer sync.Map // weak.Pointer[Server] -> *serverMetrics
-
-// serverMetrics returns s's metrics, creating them on first use.
-func (s *Server) serverMetrics() *serverMetrics {
-	key := weak.Make(s)
-	if m, ok := metricsByServer.Load(key); ok {
-		return m.(*serverMetrics)
-	}
-	m, loaded := metricsByServer.LoadOrStore(key, newServerMetrics())
-	if !loaded {
-		runtime.AddCleanup(s, func(k weak.Pointer[Server]) { metricsByServer.Delete(k) }, key)
-	}
-	return m.(*serverMetrics)
-}
+// serverMetrics returns s's metrics (the Server.metrics field, created by
+// NewServer).
+func (s *Server) serverMetrics() *serverMetrics { return s.metrics }
 
 func newServerMetrics() *serverMetrics {
 	return &serverMetrics{
@@ -159,7 +142,7 @@ type stateCollector struct {
 
 var (
 	descBroker = prometheus.NewDesc("gpulayer_broker_evals",
-		"Evaluations in the eval broker by state (ready, unacked, pending, waiting, failed).", []string{"state"}, nil)
+		"Evaluations in the eval broker by state (ready, unacked, pending, waiting for WaitUntil, delayed after a nack, failed).", []string{"state"}, nil)
 	descBlocked = prometheus.NewDesc("gpulayer_blocked_evals",
 		"Blocked evaluations waiting for capacity.", nil, nil)
 	descPlanQueue = prometheus.NewDesc("gpulayer_plan_queue_depth",
@@ -195,6 +178,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descBroker, float64(b.TotalUnacked), "unacked")
 	gauge(descBroker, float64(b.TotalPending), "pending")
 	gauge(descBroker, float64(b.TotalWaiting), "waiting")
+	gauge(descBroker, float64(b.TotalDelayed), "delayed")
 	gauge(descBroker, float64(b.TotalFailed), "failed")
 	gauge(descBlocked, float64(s.blocked.Stats().TotalBlocked))
 	gauge(descPlanQueue, float64(s.planQueue.Depth()))

@@ -9,7 +9,12 @@ import (
 	"github.com/gpulayer/gpulayer/structs"
 )
 
-// blockingQuery runs fn against the current state store. With
+// blockingQuery runs fn against the current state store of the server
+// the read contract picks (consistency.go): with default options the
+// leader, after confirming its leadership; with q.AllowStale this server,
+// once it has caught up since it started. It returns an error wrapping
+// structs.ErrNotLeader, ErrNoLeader or ErrNotReady when no server may
+// answer. With
 // q.MinQueryIndex zero it answers at once; otherwise it waits until fn's
 // index exceeds MinQueryIndex or MaxQueryTime passes (default 5 minutes,
 // capped at 10, plus a random jitter of up to 1/16 of the wait, as Nomad's
@@ -18,6 +23,16 @@ import (
 // When a snapshot restore replaces the store mid-wait, the query moves to
 // the new store.
 func (s *Server) blockingQuery(ctx context.Context, q *structs.QueryOptions, fn state.QueryFn) (interface{}, structs.QueryMeta, error) {
+	srv, ctx, err := s.checkRead(ctx, q)
+	if err != nil {
+		return nil, structs.QueryMeta{}, err
+	}
+	return srv.localQuery(ctx, q, fn)
+}
+
+// localQuery runs the blocking query against this server's own state store,
+// after checkRead has allowed it.
+func (s *Server) localQuery(ctx context.Context, q *structs.QueryOptions, fn state.QueryFn) (interface{}, structs.QueryMeta, error) {
 	var minIndex uint64
 	if q != nil {
 		minIndex = q.MinQueryIndex

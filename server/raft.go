@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -76,13 +77,17 @@ func (s *Server) setupRaft() error {
 	} else if cfg.RaftTLS != nil {
 		return fmt.Errorf("raft: %w: %w", structs.ErrInvalid, errRaftTLSInMemory)
 	}
+	if ct := newCommitTracker(trans); ct != nil {
+		s.commits = ct
+		trans = ct
+	}
 	s.raftTransport = trans
 
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path: filepath.Join(raftDir, "raft.db"),
-		// Fail instead of hanging when another process holds the file.
-		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second},
-	})
+	dbPath := filepath.Join(raftDir, "raft.db")
+	if err := checkRaftStore(dbPath); err != nil {
+		return fmt.Errorf("raft: %w", err)
+	}
+	store, err := openRaftStore(dbPath)
 	if err != nil {
 		return fmt.Errorf("raft: open log store: %w", err)
 	}
@@ -91,6 +96,7 @@ func (s *Server) setupRaft() error {
 	if err != nil {
 		return fmt.Errorf("raft: log cache: %w", err)
 	}
+	s.raftLogs = logs
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(raftDir, raftSnapshotsRetained, rlog)
 	if err != nil {
 		return fmt.Errorf("raft: snapshot store: %w", err)
@@ -153,11 +159,30 @@ func (s *Server) setupRaft() error {
 	return nil
 }
 
+// openRaftStore opens the BoltDB log and stable store at path, turning a
+// fault or bolt assertion during the open into an error wrapping
+// ErrCorruptStore.
+func openRaftStore(path string) (store *raftboltdb.BoltStore, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			store, err = nil, corrupt(path, fmt.Sprintf("opening it failed: %v", r))
+		}
+	}()
+	return raftboltdb.New(raftboltdb.Options{
+		Path: path,
+		// Fail instead of hanging when another process holds the file.
+		BoltOptions: &bbolt.Options{Timeout: storeOpenTimeout},
+	})
+}
+
 // raftApply encodes msg with its type byte, applies it through Raft and
 // waits for the FSM. It returns the FSM's response and the entry's index; an
 // FSM response that is an error is returned as the error (its sentinels,
 // such as structs.ErrNotFound, survive errors.Is). It returns an error
-// wrapping structs.ErrNotLeader when this server is not the leader.
+// wrapping structs.ErrNotLeader when this server is not the leader (the
+// entry was not appended), and one wrapping structs.ErrOutcomeUnknown when
+// leadership was lost after the entry was appended (it may yet commit).
 func (s *Server) raftApply(t structs.MessageType, msg interface{}) (interface{}, uint64, error) {
 	buf, err := structs.Encode(t, msg)
 	if err != nil {
@@ -166,7 +191,12 @@ func (s *Server) raftApply(t structs.MessageType, msg interface{}) (interface{},
 	defer s.serverMetrics().observeApply(t, time.Now())
 	f := s.raft.Apply(buf, raftApplyTimeout)
 	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
+		if errors.Is(err, raft.ErrLeadershipLost) {
+			// The entry was appended but leadership was lost before it
+			// committed: a later leader may still commit it.
+			return nil, 0, fmt.Errorf("raft apply %s: %w (%v)", t, structs.ErrOutcomeUnknown, err)
+		}
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipTransferInProgress) {
 			return nil, 0, fmt.Errorf("raft apply %s: %w: %v", t, structs.ErrNotLeader, err)
 		}
 		if errors.Is(err, raft.ErrRaftShutdown) {

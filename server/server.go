@@ -188,7 +188,10 @@ type Server struct {
 	raft          *raft.Raft
 	raftTransport raft.Transport
 	raftStore     io.Closer
-	leaderCh      chan bool
+	// raftLogs is the Raft log (the cache over raftStore), read to tell
+	// which committed entries the FSM still has to apply (consistency.go).
+	raftLogs raft.LogStore
+	leaderCh chan bool
 
 	broker     *EvalBroker
 	blocked    *BlockedEvals
@@ -202,6 +205,12 @@ type Server struct {
 	// established is true while this server is leader and has finished
 	// establishing leadership (broker enabled, evaluations restored).
 	established atomic.Bool
+	// caughtUp latches once this server's state has caught up since it
+	// started, so it may answer stale reads (consistency.go).
+	caughtUp atomic.Bool
+	// commits wraps the Raft transport to learn the leader's commit index;
+	// nil when the transport cannot be wrapped (consistency.go).
+	commits *commitTracker
 
 	// members is the gossip membership; nil without SerfBindAddr.
 	members *membership
@@ -213,6 +222,12 @@ type Server struct {
 	// bootstrapped is true once Raft has (or no longer needs) a bootstrap
 	// configuration from this server.
 	bootstrapped atomic.Bool
+
+	// metrics are this server's Prometheus metrics (metrics.go).
+	metrics *serverMetrics
+	// fatalCh receives the error that makes this server unusable (its FSM
+	// halted); the agent stops on it (FatalCh).
+	fatalCh chan error
 
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc
@@ -277,6 +292,8 @@ func NewServer(cfg *Config) (*Server, error) {
 		config:         &c,
 		logger:         c.Logger,
 		leaderCh:       make(chan bool, 16),
+		fatalCh:        make(chan error, 1),
+		metrics:        newServerMetrics(),
 		broker:         NewEvalBroker(c.EvalBroker),
 		planQueue:      NewPlanQueue(),
 		shutdownCtx:    ctx,
@@ -284,7 +301,7 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	s.blocked = NewBlockedEvals(s.broker)
 	s.heartbeats = newHeartbeats()
-	f, err := fsm.New(fsm.Config{Logger: s.logger, OnCapacityFreed: s.blocked.Unblock})
+	f, err := fsm.New(fsm.Config{Logger: s.logger, OnCapacityFreed: s.blocked.Unblock, OnHalt: s.onFSMHalt})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("server: %w", err)
@@ -359,6 +376,27 @@ func (s *Server) WaitForLeader(ctx context.Context) error {
 	}
 }
 
+// FatalCh returns a channel that receives one error when this server can
+// no longer serve (its FSM halted on a log entry it cannot apply: the
+// error names the Raft index and how to recover). The agent stops on it.
+func (s *Server) FatalCh() <-chan error { return s.fatalCh }
+
+// onFSMHalt reports a halted FSM on FatalCh and steps down if leading, so
+// a server that cannot apply the log neither serves nor leads.
+func (s *Server) onFSMHalt(err error) {
+	select {
+	case s.fatalCh <- err:
+	default:
+	}
+	go func() {
+		if s.raft != nil && s.IsLeader() {
+			if lerr := s.raft.LeadershipTransfer().Error(); lerr != nil {
+				s.logger.Warn("leadership transfer after fsm halt", "error", lerr)
+			}
+		}
+	}()
+}
+
 // IsLeader reports whether this server is the Raft leader.
 func (s *Server) IsLeader() bool { return s.raft.State() == raft.Leader }
 
@@ -384,7 +422,8 @@ func (s *Server) Peers() []string {
 
 // Stats returns Raft's statistics ("raft.state", "raft.last_log_index",
 // ...) and the server's ("broker.total_ready", "broker.total_unacked",
-// "broker.total_pending", "broker.total_waiting", "broker.total_failed",
+// "broker.total_pending", "broker.total_waiting" (held until WaitUntil),
+// "broker.total_delayed" (nacked, awaiting re-delivery), "broker.total_failed",
 // "blocked.total_blocked", "plan.queue_depth", "heartbeat.timers").
 func (s *Server) Stats() map[string]string {
 	out := map[string]string{}
@@ -396,6 +435,7 @@ func (s *Server) Stats() map[string]string {
 	out["broker.total_unacked"] = strconv.Itoa(b.TotalUnacked)
 	out["broker.total_pending"] = strconv.Itoa(b.TotalPending)
 	out["broker.total_waiting"] = strconv.Itoa(b.TotalWaiting)
+	out["broker.total_delayed"] = strconv.Itoa(b.TotalDelayed)
 	out["broker.total_failed"] = strconv.Itoa(b.TotalFailed)
 	bl := s.blocked.Stats()
 	out["blocked.total_blocked"] = strconv.Itoa(bl.TotalBlocked)

@@ -19,6 +19,16 @@ var (
 	ErrPermissionDenied = errors.New("permission denied")
 	// ErrShutdown is returned by calls made while the server shuts down.
 	ErrShutdown = errors.New("shutting down")
+	// ErrNotReady is returned by a server whose state may lag the cluster's:
+	// a leader whose barrier has not yet applied the log, or a server that
+	// has not caught up with the leader's commit index since it started (or
+	// whose state machine halted). Retry, or ask another server. HTTP: 503.
+	ErrNotReady = errors.New("server not ready")
+	// ErrOutcomeUnknown is returned for a write that reached the leader but
+	// whose result was lost (the leader was deposed while committing it, or
+	// the forwarded request timed out after it was sent): it may or may not
+	// have been applied. Read the object before retrying. HTTP: 504.
+	ErrOutcomeUnknown = errors.New("outcome unknown: the write may have been applied; read before retrying")
 )
 
 // ValidationError lists every problem found in one object. It matches

@@ -89,10 +89,27 @@ type NodeDeregisterRequest struct {
 // NodeUpdateStatusRequest sets a node's status (heartbeat or down), with
 // evaluations to create for the node's jobs.
 type NodeUpdateStatusRequest struct {
-	NodeID    string
-	Status    string
-	UpdatedAt int64 // Unix seconds
+	NodeID string
+	Status string
+	// UpdatedAt is Unix nanoseconds, as in every message's UpdatedAt; the
+	// node's StatusUpdatedAt stores it in seconds (UpdatedAtUnix).
+	UpdatedAt int64
 	Evals     []*Evaluation
+}
+
+// legacySecondsBelow is the bound under which a message's UpdatedAt is
+// taken as Unix seconds: entries written before every UpdatedAt became
+// nanoseconds carried seconds (1e15 ns is January 1970; 1e15 s is tens of
+// millions of years away).
+const legacySecondsBelow = 1_000_000_000_000_000
+
+// UpdatedAtUnix returns UpdatedAt in Unix seconds, reading a value written
+// in seconds by an older version as seconds.
+func (r *NodeUpdateStatusRequest) UpdatedAtUnix() int64 {
+	if r.UpdatedAt < legacySecondsBelow {
+		return r.UpdatedAt
+	}
+	return r.UpdatedAt / 1_000_000_000
 }
 
 // JobRegisterRequest upserts a job and its evaluation in one entry.

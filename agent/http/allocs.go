@@ -43,6 +43,7 @@ func (h *handler) allocGet(w http.ResponseWriter, r *http.Request) (interface{},
 	}
 	alloc, meta, err := h.srv.AllocGet(r.Context(), r.PathValue("id"), q)
 	if err != nil {
+		setMetaOnError(w, meta)
 		return nil, err
 	}
 	setMeta(w, meta)

@@ -232,12 +232,17 @@ func (n *nodeRoutes) updateAllocs(w http.ResponseWriter, r *http.Request) (inter
 	if err := n.authorize(r, id); err != nil {
 		return nil, err
 	}
-	// A node may only report allocations placed on it. Unknown IDs are
-	// dropped here, as the server would skip them.
+	// A node may only report allocations placed on it. This runs on the
+	// leader (the route is forwarded), whose state holds every committed
+	// allocation once it is ready (a leader still applying the log answers
+	// 503, so the client keeps the update and retries). An allocation the
+	// ready leader does not know is a 404 naming it, never a silent 200.
 	own := make([]*structs.Allocation, 0, len(req.Allocs))
+	var unknown []string
 	for i, a := range req.Allocs {
 		stored, _, err := n.h.srv.AllocGet(r.Context(), a.ID, &structs.QueryOptions{AllowStale: true})
 		if errors.Is(err, structs.ErrNotFound) {
+			unknown = append(unknown, a.ID)
 			continue
 		}
 		if err != nil {
@@ -247,6 +252,9 @@ func (n *nodeRoutes) updateAllocs(w http.ResponseWriter, r *http.Request) (inter
 			return nil, fmt.Errorf("allocation %q (Allocs[%d]) is not on node %q: %w", a.ID, i, id, structs.ErrPermissionDenied)
 		}
 		own = append(own, a)
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("update allocations: unknown allocations %q (nothing was applied): %w", unknown, structs.ErrNotFound)
 	}
 	if err := n.ns.UpdateAllocs(r.Context(), own); err != nil {
 		return nil, err

@@ -147,8 +147,15 @@ func TestNodeRoutes(t *testing.T) {
 		t.Errorf("blocking query: header %q, query %+v", hdr.Get(headerIndex), fns.lastQuery)
 	}
 
+	// An update naming an allocation the server does not know is a 404
+	// naming it, and nothing is applied (the client retries the rest).
 	code, body, _ = nodeReq(t, "POST", ts.URL+"/v1/node/node-1/allocations", "s3cret",
 		`{"Allocs":[{"ID":"a1b2c3d4-0000","NodeID":"node-1","ClientStatus":"running"},{"ID":"gone-alloc","ClientStatus":"complete"}]}`)
+	if code != 404 || !strings.Contains(body, "gone-alloc") || len(fns.updates) != 0 {
+		t.Fatalf("update allocs with an unknown ID: %d %s %+v", code, body, fns.updates)
+	}
+	code, body, _ = nodeReq(t, "POST", ts.URL+"/v1/node/node-1/allocations", "s3cret",
+		`{"Allocs":[{"ID":"a1b2c3d4-0000","NodeID":"node-1","ClientStatus":"running"}]}`)
 	if code != 200 || len(fns.updates) != 1 || fns.updates[0].ClientStatus != "running" {
 		t.Fatalf("update allocs: %d %s %+v", code, body, fns.updates)
 	}

@@ -156,12 +156,22 @@ func TestForward_WritesAndConsistentReads(t *testing.T) {
 		t.Fatalf("forwarded deregister: %d purge=%v", resp.StatusCode, purge)
 	}
 
-	// A default read answers from the follower's own state.
+	// A default read is answered by the leader; ?stale by the follower.
+	leader.resetQuery()
 	if resp, _ := doReq(t, "GET", fts.URL+"/v1/jobs", ""); resp.StatusCode != 200 {
+		t.Fatalf("default read: %d", resp.StatusCode)
+	}
+	if _, _, q := follower.seen(); q != nil {
+		t.Fatal("a default read ran on the follower")
+	}
+	if _, _, q := leader.seen(); q == nil || q.AllowStale {
+		t.Fatalf("a default read did not run on the leader as a non-stale read: %+v", q)
+	}
+	if resp, _ := doReq(t, "GET", fts.URL+"/v1/jobs?stale", ""); resp.StatusCode != 200 {
 		t.Fatalf("stale read: %d", resp.StatusCode)
 	}
-	if _, _, q := follower.seen(); q == nil {
-		t.Fatal("a default read did not run on the follower")
+	if _, _, q := follower.seen(); q == nil || !q.AllowStale {
+		t.Fatalf("a stale read did not run on the follower: %+v", q)
 	}
 	// A consistent read goes to the leader, which verifies its leadership.
 	for _, q := range []string{"?consistent", "?stale=false", "?consistent=true"} {

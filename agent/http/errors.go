@@ -53,7 +53,9 @@ func statusFor(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, structs.ErrPermissionDenied):
 		return http.StatusForbidden
-	case errors.Is(err, structs.ErrNotLeader), errors.Is(err, structs.ErrNoLeader):
+	case errors.Is(err, structs.ErrOutcomeUnknown):
+		return http.StatusGatewayTimeout
+	case errors.Is(err, structs.ErrNotLeader), errors.Is(err, structs.ErrNoLeader), errors.Is(err, structs.ErrNotReady):
 		return http.StatusServiceUnavailable
 	default:
 		return http.StatusInternalServerError

@@ -10,6 +10,7 @@ func (h *handler) evalGet(w http.ResponseWriter, r *http.Request) (interface{}, 
 	}
 	eval, meta, err := h.srv.EvalGet(r.Context(), r.PathValue("id"), q)
 	if err != nil {
+		setMetaOnError(w, meta)
 		return nil, err
 	}
 	setMeta(w, meta)

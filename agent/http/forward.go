@@ -50,9 +50,10 @@ var leaderRoutes = map[string]bool{
 	"PUT /v1/node/{id}/secret/rotate": true,
 }
 
-// consistentRoutes are reads that answer from the local state unless the
-// request asks for a consistent read (?consistent, or ?stale=false): then
-// the leader answers after confirming its leadership with a quorum.
+// consistentRoutes are reads the leader answers (a follower forwards them)
+// unless the request says ?stale: then this server answers from its own
+// state once it has caught up since it started. ?consistent (or
+// ?stale=false) also makes the HTTP layer confirm leadership first.
 var consistentRoutes = map[string]bool{
 	"GET /v1/jobs":                        true,
 	"GET /v1/job/{id}":                    true,
@@ -73,6 +74,9 @@ type forwarder struct {
 	transport *http.Transport
 	// scheme is "https" when the agent's tls.http is on.
 	scheme string
+	// timeout is the base response timeout of a forwarded request; zero
+	// means DefaultForwardTimeout (forward_timeout.go).
+	timeout time.Duration
 }
 
 func newForwarder(h *handler) *forwarder {
@@ -127,7 +131,11 @@ func (h *handler) maybeForward(w http.ResponseWriter, r *http.Request, pattern s
 		}
 	}
 	consistent := consistentRoutes[pattern] && wantsConsistent(r)
-	if !leaderOnly && !consistent {
+	// By default a read is answered by the leader (Nomad's and Consul's
+	// contract; the server confirms its leadership and readiness); only
+	// ?stale may be answered here (consistency.go in package server), and
+	// only within its ?max_stale (forward_stale.go).
+	if !leaderOnly && !consistent && !(consistentRoutes[pattern] && (!allowsStale(r) || h.staleTooOld(r))) {
 		return false
 	}
 	if h.cluster.IsLeader() {
@@ -148,13 +156,21 @@ func (h *handler) maybeForward(w http.ResponseWriter, r *http.Request, pattern s
 		h.writeError(w, r, fmt.Errorf("cannot forward to the leader: its HTTP address is unknown: %w", structs.ErrNoLeader))
 		return true
 	}
-	h.fwd.proxy(w, r, addr)
+	h.fwd.proxy(w, r, addr, pattern)
 	return true
+}
+
+// allowsStale reports whether a read asks to be answered from this
+// server's own state (?stale, ?stale=true).
+func allowsStale(r *http.Request) bool {
+	stale, err := parseBool(r, "stale")
+	return err == nil && stale
 }
 
 // proxy sends r to the leader at addr ("host:port") and copies the answer
 // back, streaming (blocking queries, snapshots).
-func (f *forwarder) proxy(w http.ResponseWriter, r *http.Request, addr string) {
+func (f *forwarder) proxy(w http.ResponseWriter, r *http.Request, addr, pattern string) {
+	r, fa := withForwardAttempt(r, forwardTimeout(r, pattern, f.timeout))
 	target := &url.URL{Scheme: f.scheme, Host: addr}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -162,13 +178,13 @@ func (f *forwarder) proxy(w http.ResponseWriter, r *http.Request, addr string) {
 			pr.SetXForwarded()
 			pr.Out.Header.Set(HeaderForwarded, "1")
 		},
-		Transport:     f.transport,
+		Transport:     deadlineTransport{base: f.transport},
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			if errors.Is(err, r.Context().Err()) {
 				return // the caller went away
 			}
-			f.h.writeError(w, r, fmt.Errorf("forward to the leader at %s: %v: %w", addr, err, structs.ErrNoLeader))
+			f.h.writeError(w, r, forwardError(r, fa, addr, err))
 		},
 	}
 	f.h.logger.Debug("forwarding to the leader", "method", r.Method, "path", r.URL.Path, "leader", addr)

@@ -83,6 +83,7 @@ func (h *handler) jobGet(w http.ResponseWriter, r *http.Request) (interface{}, e
 	}
 	job, meta, err := h.srv.JobGet(r.Context(), r.PathValue("id"), q)
 	if err != nil {
+		setMetaOnError(w, meta)
 		return nil, err
 	}
 	setMeta(w, meta)

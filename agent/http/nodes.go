@@ -24,6 +24,7 @@ func (h *handler) nodeGet(w http.ResponseWriter, r *http.Request) (interface{}, 
 	}
 	node, meta, err := h.srv.NodeGet(r.Context(), r.PathValue("id"), q)
 	if err != nil {
+		setMetaOnError(w, meta)
 		return nil, err
 	}
 	setMeta(w, meta)

@@ -100,7 +100,7 @@ func (f *FSM) applyNodeUpdateStatus(index uint64, req *structs.NodeUpdateStatusR
 	if err != nil {
 		return err
 	}
-	if err := s.UpdateNodeStatus(index, req.NodeID, req.Status, req.UpdatedAt); err != nil {
+	if err := s.UpdateNodeStatus(index, req.NodeID, req.Status, req.UpdatedAtUnix()); err != nil {
 		return err
 	}
 	if len(req.Evals) > 0 {

@@ -30,6 +30,11 @@ var (
 	// ErrApplyPanic is returned when a handler panicked on malformed input;
 	// the state store's write transaction was rolled back.
 	ErrApplyPanic = errors.New("fsm: handler panicked")
+	// ErrHalted is returned (wrapped, naming the entry that caused it) by
+	// Apply, Snapshot and Halted once the FSM has halted on an entry it
+	// cannot apply: one that does not decode, or an unknown type without
+	// structs.IgnoreUnknownTypeFlag.
+	ErrHalted = errors.New("fsm: halted")
 )
 
 // Config configures an FSM.
@@ -44,6 +49,11 @@ type Config struct {
 	// It runs on Raft's apply goroutine: it must return quickly and must not
 	// apply Raft entries itself.
 	OnCapacityFreed func(index uint64)
+	// OnHalt, when set, is called once when the FSM halts, with an error
+	// wrapping ErrHalted that names the log index and the cause. It runs on
+	// Raft's apply goroutine: it must return quickly (the server stops the
+	// agent from another goroutine).
+	OnHalt func(err error)
 }
 
 // FSM applies Raft log entries to a state store. Its Raft methods (Apply,
@@ -52,6 +62,11 @@ type FSM struct {
 	logger          hclog.Logger
 	onCapacityFreed func(index uint64)
 	state           atomic.Pointer[state.StateStore]
+	onHalt          func(err error)
+	// halted holds the error that halted the FSM; nil while it runs.
+	halted atomic.Pointer[error]
+	// lastApplied is the Raft index of the last entry Apply finished.
+	lastApplied atomic.Uint64
 }
 
 // New returns an FSM over a new, empty state store. It returns an error
@@ -65,7 +80,7 @@ func New(cfg Config) (*FSM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
 	}
-	f := &FSM{logger: logger.Named("fsm"), onCapacityFreed: cfg.OnCapacityFreed}
+	f := &FSM{logger: logger.Named("fsm"), onCapacityFreed: cfg.OnCapacityFreed, onHalt: cfg.OnHalt}
 	f.state.Store(s)
 	return f, nil
 }
@@ -90,22 +105,28 @@ var _ raft.FSM = (*raftFSM)(nil)
 //     structs.ErrNotFound for a missing job or node, are returned as they
 //     are;
 //   - an empty entry, an unknown type without structs.IgnoreUnknownTypeFlag
-//     or a malformed body is logged at Error level and returned (a decode
-//     failure is a bug: it is loud, but never a panic);
+//     or a malformed body halts the FSM, as Nomad's and Consul's do: a
+//     server that skipped the entry would drift from its peers and serve a
+//     state that lacks it. The error (wrapping ErrHalted and the cause) is
+//     logged, returned, passed to Config.OnHalt, and returned for every
+//     later entry, which is not applied; Snapshot fails from then on;
 //   - an unknown type with the flag is logged as a warning and skipped
 //     (nil).
 //
 // Apply never panics: a handler panic on malformed input is recovered into
-// an error wrapping ErrApplyPanic.
+// an error wrapping ErrApplyPanic (the same on every server, so no drift).
 func (r *raftFSM) Apply(log *raft.Log) interface{} {
 	f := (*FSM)(r)
+	defer f.lastApplied.Store(log.Index)
+	if err := f.Halted(); err != nil {
+		return err
+	}
 	if log.Type != raft.LogCommand {
 		return nil
 	}
 	t, req, err := DecodeMessage(log.Data)
 	if err != nil {
-		f.logger.Error("cannot decode log entry", "index", log.Index, "type", t, "error", err)
-		return err
+		return f.halt(log.Index, t, err)
 	}
 	if req == nil {
 		f.logger.Warn("skipping log entry of unknown type flagged ignorable", "index", log.Index, "type", uint8(t))
@@ -128,6 +149,33 @@ func (f *FSM) apply(t structs.MessageType, index uint64, req interface{}) (resp 
 		}
 	}()
 	return fn(f, index, req)
+}
+
+// LastApplied returns the Raft index of the last log entry Apply has
+// finished (zero before the first). Raft's own applied index runs ahead of
+// it: Raft counts an entry applied when it hands it to the FSM goroutine.
+func (f *FSM) LastApplied() uint64 { return f.lastApplied.Load() }
+
+// Halted returns nil while the FSM applies entries, and the error wrapping
+// ErrHalted that stopped it otherwise.
+func (f *FSM) Halted() error {
+	if p := f.halted.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// halt stops the FSM on the entry at index and returns the halt error.
+func (f *FSM) halt(index uint64, t structs.MessageType, cause error) error {
+	err := fmt.Errorf("%w at raft index %d (message type %d): %w; the log is corrupt or was written by a newer version: "+
+		"stop this server, wipe its data dir and let it rejoin (see README, \"Recovering a server\")", ErrHalted, index, uint8(t), cause)
+	if f.halted.CompareAndSwap(nil, &err) {
+		f.logger.Error("state machine halted: cannot apply log entry", "index", index, "type", uint8(t), "error", cause)
+		if f.onHalt != nil {
+			f.onHalt(err)
+		}
+	}
+	return f.Halted()
 }
 
 // capacityFreed reports capacity changes to Config.OnCapacityFreed.

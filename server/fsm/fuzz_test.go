@@ -58,6 +58,12 @@ func FuzzApply(f *testing.F) {
 			t.Fatalf("response %T is neither nil nor an error", resp)
 		}
 		tf.hash(t)
+		if tf.Halted() != nil {
+			if _, err := tf.RaftFSM().Snapshot(); !errors.Is(err, ErrHalted) {
+				t.Fatalf("snapshot of a halted FSM: %v, want ErrHalted", err)
+			}
+			return
+		}
 		snapshotBytes(t, tf.FSM)
 	})
 }

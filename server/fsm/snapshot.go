@@ -66,6 +66,11 @@ type fsmSnapshot struct {
 // Persist does the writing, concurrently with further Apply calls.
 func (r *raftFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f := (*FSM)(r)
+	if err := f.Halted(); err != nil {
+		// The state lacks the entry that halted it and everything after:
+		// a snapshot of it would pass the gap on.
+		return nil, fmt.Errorf("fsm: snapshot: %w", err)
+	}
 	snap, err := f.State().Snapshot()
 	if err != nil {
 		return nil, fmt.Errorf("fsm: snapshot: %w", err)
