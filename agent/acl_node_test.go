@@ -138,7 +138,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	cfg := agent.DefaultConfig()
 	cfg.Name = "acl-log"
 	cfg.BindAddr = "127.0.0.1"
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = taskUserDir(t)
 	cfg.Server.Enabled = true
 	cfg.Client.Enabled = true
 	cfg.LogLevel = "TRACE"

@@ -22,7 +22,7 @@ func TestAgentPortInUseFailsBeforeRaft(t *testing.T) {
 	}
 	defer ln.Close()
 	cfg := agent.DevConfig()
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = taskUserDir(t)
 	cfg.Ports.HTTP = ln.Addr().(*net.TCPAddr).Port
 	cfg.Ports.Raft = freePort(t)
 	_, err = agent.New(cfg, hclog.New(&hclog.LoggerOptions{Output: io.Discard}))

@@ -22,7 +22,7 @@ import (
 func startAgent(t *testing.T, cfg *agent.Config) *agent.Agent {
 	t.Helper()
 	cfg.BindAddr = "127.0.0.1"
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = taskUserDir(t)
 	cfg.Ports.HTTP = freePort(t)
 	cfg.Ports.Raft = freePort(t)
 	cfg.Ports.Serf = freePort(t)

@@ -23,7 +23,7 @@ func startServerOnly(t *testing.T) string {
 	cfg := agent.DefaultConfig()
 	cfg.Name = "srv"
 	cfg.BindAddr = "127.0.0.1"
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = taskUserDir(t)
 	cfg.Server.Enabled = true
 	// These tests check job validation, not tokens: ACLs off, said so.
 	off := false

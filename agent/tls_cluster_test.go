@@ -90,7 +90,7 @@ type tlsCluster struct {
 // tlsAgentHCL configs and waits for a stable leader and ready nodes.
 func startTLSCluster(t *testing.T, nServers, nClients int) *tlsCluster {
 	t.Helper()
-	root := t.TempDir()
+	root := taskUserDir(t)
 	pki, err := tlsutiltest.WriteTestPKI(root)
 	if err != nil {
 		t.Fatal(err)
@@ -140,9 +140,11 @@ func startTLSCluster(t *testing.T, nServers, nClients int) *tlsCluster {
 		c.servers = append(c.servers, p)
 		p.start()
 	}
-	leader := c.waitStable(90 * time.Second)
-	// ACLs are on: until bootstrapped only health and bootstrap answer.
-	clientToken := c.bootstrapACL(leader, 60*time.Second)
+	// ACLs are on: until bootstrapped only health and bootstrap answer
+	// (bootstrapACL retries while there is no leader), so bootstrap before
+	// waiting for a stable leader through /v1/status/leader.
+	clientToken := c.bootstrapACL(c.servers[0], 90*time.Second)
+	c.waitStable(60 * time.Second)
 	for i := 0; i < nClients; i++ {
 		p := c.agent(tlsAgentSpec{name: fmt.Sprintf("client%d", i), client: true, servers: c.httpAddrs(), aclToken: clientToken,
 			httpPort: freePort(t), raftPort: freePort(t), serfPort: freePort(t)}, tlsutil.RoleClient)

@@ -30,10 +30,14 @@ func tlsAgentConfig(t *testing.T, pki *tlsutiltest.TestPKI, name string, role tl
 	}
 	cfg := agent.DefaultConfig()
 	cfg.Name = name
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = taskUserDir(t)
 	cfg.BindAddr = "127.0.0.1"
 	cfg.Ports.HTTP, cfg.Ports.Raft, cfg.Ports.Serf = freePort(t), freePort(t), freePort(t)
 	cfg.TLS = &tlsutil.Config{HTTP: true, RPC: true, CAFile: pki.CAFile, CertFile: cf, KeyFile: kf}
+	// These tests check certificates, not tokens: ACLs off
+	// (TestTLSClusterEndToEnd runs both).
+	off := false
+	cfg.ACL = &agent.ACLConfig{Enabled: &off}
 	return cfg
 }
 

@@ -87,7 +87,7 @@ func screenshotDir(t *testing.T) string {
 func startUIAgent(t *testing.T) string {
 	t.Helper()
 	cfg := agent.DevConfig()
-	cfg.DataDir = t.TempDir()
+	cfg.DataDir = taskUserDir(t)
 	cfg.Ports.HTTP = freePort(t)
 	cfg.Ports.Raft = freePort(t)
 	cfg.LogLevel = "ERROR"
