@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -81,6 +82,11 @@ func (h *handler) nodeRoutes() {
 // no server: its own tasks' logs, /v1/agent/self and /v1/status/health.
 func (h *handler) clientOnlyRoutes() {
 	h.mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", h.clientOnlyLogs)
+	// Signal, restart and exec of this agent's own allocations: the
+	// servers proxy them here (alloc_actions.go onAllocNode).
+	h.mux.HandleFunc("POST /v1/allocation/{id}/signal", h.onLocalAlloc(h.allocSignal))
+	h.mux.HandleFunc("POST /v1/allocation/{id}/restart", h.onLocalAlloc(h.allocRestart))
+	h.mux.HandleFunc("POST /v1/allocation/{id}/exec", h.onLocalAlloc(h.allocExec))
 	h.handle("GET /v1/agent/self", h.clientOnlySelf)
 	h.mux.HandleFunc("GET /v1/status/health", func(w http.ResponseWriter, r *http.Request) {
 		if n := h.client.Node(); n == nil {
@@ -260,4 +266,27 @@ func (n *nodeRoutes) updateAllocs(w http.ResponseWriter, r *http.Request) (inter
 		return nil, err
 	}
 	return struct{}{}, nil
+}
+
+// onLocalAlloc serves an allocation action on a client-only agent, which
+// has no state to look the allocation up in: only an allocation this
+// agent's client runs is acted on; any other is a 404.
+func (h *handler) onLocalAlloc(fn func(w http.ResponseWriter, r *http.Request, actor allocActor, alloc *structs.Allocation)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		actor, ok := h.client.(allocActor)
+		an, ok2 := h.client.(allocNamespacer)
+		if !ok || !ok2 {
+			h.writeError(w, r, fmt.Errorf("%w: this agent's client cannot act on allocations", structs.ErrInvalid))
+			return
+		}
+		if _, known := an.AllocNamespace(id); !known {
+			if strings.HasSuffix(r.URL.Path, "/exec") {
+				discardExecBody(w, r)
+			}
+			h.writeError(w, r, fmt.Errorf("allocation %q does not run on this agent's node: %w", id, structs.ErrNotFound))
+			return
+		}
+		fn(w, r, actor, &structs.Allocation{ID: id})
+	}
 }
