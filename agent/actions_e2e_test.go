@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,6 +67,20 @@ func TestE2EAllocActions(t *testing.T) {
 	}
 	if out, code := a.cli("alloc", "exec", "-t", alloc.ID, "sh", "-c", "tty >/dev/null && echo on-a-tty"); code != 0 || !strings.Contains(out, "on-a-tty") {
 		t.Fatalf("alloc exec -t: %d %q", code, out)
+	}
+	// stdin goes to the command by default (Nomad's -i=true); -i=false
+	// sends none.
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{{nil, "from-stdin"}, {[]string{"-i=false"}, ""}} {
+		cmd := exec.Command(a.bin, append(append([]string{"alloc", "exec"}, tc.flags...), alloc.ID, "sh", "-c", "cat; echo end")...)
+		cmd.Env = append(os.Environ(), "GPULAYER_ADDR="+a.addr)
+		cmd.Stdin = strings.NewReader("from-stdin\n")
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != strings.TrimPrefix(tc.want+"\nend\n", "\n") {
+			t.Fatalf("alloc exec %v with stdin: %v %q", tc.flags, err, out)
+		}
 	}
 	if out, code := a.cli("alloc", "exec", alloc.ID); code == 0 {
 		t.Fatalf("alloc exec without a command succeeded: %q", out)

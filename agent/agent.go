@@ -210,6 +210,10 @@ func (a *Agent) start() error {
 		}
 		hcfg.Resolver = res
 	}
+	if a.server == nil && cfg.Client.Enabled && cfg.ACLToken() == "" {
+		a.logger.Warn("no acl token: servers with ACLs on (the default) refuse to register this node; " +
+			"set acl { token = \"...\" } or -acl-token to a token that may write nodes (website/docs/acl.md)")
+	}
 	if !cfg.DevMode && !hcfg.ACLEnabled {
 		a.logger.Warn("ACLS ARE DISABLED (acl { enabled = false }): every caller that reaches this agent's HTTP API may run jobs, exec into tasks and change the cluster; do not run this way on a network")
 	}

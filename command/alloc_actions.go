@@ -137,7 +137,8 @@ Exec Options:
     The task to run in; required when the allocation runs several.
 
   -i
-    Send this command's stdin to the command.
+    Send this command's stdin to the command. Default true, as in Nomad;
+    -i=false sends none.
 
   -t
     Give the command a terminal (its output then arrives on stdout only).
@@ -153,7 +154,7 @@ func (c *AllocExecCommand) Run(args []string) int {
 	var task string
 	var stdin, tty bool
 	fs.StringVar(&task, "task", "", "")
-	fs.BoolVar(&stdin, "i", false, "")
+	fs.BoolVar(&stdin, "i", true, "")
 	fs.BoolVar(&tty, "t", false, "")
 	if err := fs.Parse(args); err != nil {
 		return cli.RunResultHelp

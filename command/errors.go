@@ -67,14 +67,64 @@ func quoteAll(words []string) string {
 const unreachableHint = "Start one with `gpulayer agent -dev`, or point -address or GPULAYER_ADDR at a running agent."
 
 // withHints appends to an error line the hint for the errors among args
-// that have one: an agent that does not answer.
-func withHints(line string, args []any) string {
+// that have one: an agent that does not answer, a refused token, a TLS
+// handshake that needs a flag.
+func (m *Meta) withHints(line string, args []any) string {
 	for _, a := range args {
-		if err, ok := a.(error); ok && api.IsUnreachable(err) {
+		err, ok := a.(error)
+		if !ok {
+			continue
+		}
+		if api.IsUnreachable(err) {
 			return line + "\n" + unreachableHint
+		}
+		if h := m.aclHint(err); h != "" {
+			return line + "\n" + h
+		}
+		if h := tlsHint(err); h != "" {
+			return line + "\n" + h
 		}
 	}
 	return line
+}
+
+// aclHint says what to do about a 403: which token was sent decides it.
+func (m *Meta) aclHint(err error) string {
+	var se *api.StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusForbidden {
+		return ""
+	}
+	switch {
+	case m.token == "":
+		return "No ACL token was sent, and served agents have ACLs on by default: pass -token or set GPULAYER_TOKEN " +
+			"(NOMAD_TOKEN is read too). A new cluster's first token comes from `gpulayer acl bootstrap`."
+	case strings.Contains(se.Message, "ACL token not found"), strings.Contains(se.Message, "ACL token expired"):
+		return "The token given by -token or GPULAYER_TOKEN is not one the cluster knows (or it expired): check it, or ask for a new one."
+	default:
+		return "The token given lacks the rights this command needs: `gpulayer acl token self` shows its policies, " +
+			"and website/docs/acl.md lists what each route needs."
+	}
+}
+
+// tlsHint names the flag a failed TLS handshake or a scheme mismatch
+// calls for.
+func tlsHint(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "certificate signed by unknown authority"):
+		return "The agent's certificate is not signed by a CA this command trusts: pass -ca-cert or set GPULAYER_CACERT (website/docs/tls.md)."
+	case strings.Contains(msg, "certificate required"), strings.Contains(msg, "tls: bad certificate"):
+		return "The agent requires a client certificate signed by its CA: pass -client-cert and -client-key, or set " +
+			"GPULAYER_CLIENT_CERT and GPULAYER_CLIENT_KEY (make one with `gpulayer tls cert create -cli`)."
+	case strings.Contains(msg, "HTTP request to an HTTPS server"):
+		return "The agent speaks HTTPS: use an https:// address (-address or GPULAYER_ADDR) with -ca-cert and a client certificate."
+	case strings.Contains(msg, "server gave HTTP response to HTTPS client"):
+		return "The agent speaks plain HTTP: use an http:// address."
+	case strings.Contains(msg, "x509: certificate is valid for"):
+		return "The agent's certificate is for another name: agents' certificates name server.<region>.gpulayer or " +
+			"client.<region>.gpulayer; pass -tls-server-name or set GPULAYER_TLS_SERVER_NAME."
+	}
+	return ""
 }
 
 // jobSubmitError prints the error of a job register or plan request.

@@ -1,11 +1,17 @@
 package command
 
 import (
+	"errors"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/cli"
+
+	"github.com/gpulayer/gpulayer/nomadish/api"
 )
 
 // Tests that errors tell the user what to do (issue 11, defect 10).
@@ -155,5 +161,44 @@ func TestBareCommandPrintsHelpExitsOne(t *testing.T) {
 		if r.code != 1 || !strings.Contains(r.err, "Usage: gpulayer") || !strings.Contains(r.err, "job") {
 			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.err)
 		}
+	}
+}
+
+// TestRefusalsSayWhatToDo: a 403 names the token to send (none sent, an
+// unknown one, one without the rights), and a failed TLS handshake names
+// the flag it needs, instead of the bare "Permission denied" or x509
+// error.
+func TestRefusalsSayWhatToDo(t *testing.T) {
+	forbidden := func(msg string) error { return &api.StatusError{Code: http.StatusForbidden, Message: msg} }
+	cases := []struct {
+		name, token string
+		err         error
+		want        string
+	}{
+		{"no token", "", forbidden("Permission denied"), "pass -token or set GPULAYER_TOKEN"},
+		{"unknown token", "s3cret", forbidden("ACL token not found"), "not one the cluster knows"},
+		{"expired token", "s3cret", forbidden("ACL token expired"), "not one the cluster knows"},
+		{"token without rights", "s3cret", forbidden("Permission denied"), "acl token self"},
+		{"unknown CA", "", errors.New(`Get "https://127.0.0.1:4656/v1/jobs": tls: failed to verify certificate: x509: certificate signed by unknown authority`), "-ca-cert"},
+		{"no client certificate", "", errors.New("remote error: tls: certificate required"), "-client-cert and -client-key"},
+		{"https agent, http address", "", &api.StatusError{Code: 400, Message: "Client sent an HTTP request to an HTTPS server."}, "https://"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ui := cli.NewMockUi()
+			m := &Meta{UI: ui, token: tc.token}
+			if code := m.errorf("Error listing jobs: %v", tc.err); code != 1 {
+				t.Fatalf("exit %d, want 1", code)
+			}
+			if got := ui.ErrorWriter.String(); !strings.Contains(got, tc.want) {
+				t.Fatalf("printed %q, want a hint with %q", got, tc.want)
+			}
+		})
+	}
+	// Other errors get no hint.
+	ui := cli.NewMockUi()
+	(&Meta{UI: ui}).errorf("Error: %v", &api.StatusError{Code: 404, Message: "job not found"})
+	if got := ui.ErrorWriter.String(); strings.Count(got, "\n") != 1 {
+		t.Fatalf("a 404 got a hint: %q", got)
 	}
 }

@@ -166,6 +166,6 @@ func orNone(s string) string {
 // errorf prints an error line, with a hint of what to do for errors
 // among a that have one (withHints), and returns exit code 1.
 func (m *Meta) errorf(format string, a ...any) int {
-	m.UI.Error(withHints(fmt.Sprintf(format, a...), a))
+	m.UI.Error(m.withHints(fmt.Sprintf(format, a...), a))
 	return 1
 }

@@ -191,7 +191,15 @@ func (c *Client) registerWithRetry(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		c.logger.Warn("node registration failed; retrying", "error", err, "retry_in", backoff)
+		if errors.Is(err, structs.ErrPermissionDenied) {
+			// The usual cause: the servers' ACLs are on and this agent
+			// has no token that may register nodes.
+			c.logger.Error("the servers refused to register this node; retrying: give the agent a token whose policy has "+
+				"node { policy = \"write\" } in acl { token = \"...\" } or -acl-token (website/docs/acl.md)",
+				"error", err, "retry_in", backoff)
+		} else {
+			c.logger.Warn("node registration failed; retrying", "error", err, "retry_in", backoff)
+		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
