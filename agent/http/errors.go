@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -109,7 +110,7 @@ func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v interface
 		}
 		return badRequest("reading request body: %v", err)
 	}
-	if off := jsonTooDeep(raw, MaxJSONBodyDepth); off >= 0 {
+	if off := jobspec.JSONTooDeep(raw, MaxJSONBodyDepth); off >= 0 {
 		return badRequest("malformed JSON body: nested deeper than %d levels at byte %d", MaxJSONBodyDepth, off)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -133,35 +134,4 @@ func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v interface
 		return badRequest("malformed JSON body: data after the JSON object")
 	}
 	return nil
-}
-
-// jsonTooDeep returns the byte offset in the JSON text b where arrays and
-// objects first nest deeper than limit, or -1 when they never do. Strings
-// are skipped; b is not otherwise validated.
-func jsonTooDeep(b []byte, limit int) int {
-	depth := 0
-	inString, escaped := false, false
-	for i, c := range b {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-		case c == '"':
-			inString = true
-		case c == '[' || c == '{':
-			depth++
-			if depth > limit {
-				return i
-			}
-		case c == ']' || c == '}':
-			depth--
-		}
-	}
-	return -1
 }

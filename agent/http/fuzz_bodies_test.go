@@ -1,6 +1,7 @@
 package http
 
 import (
+	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -57,7 +58,7 @@ func FuzzJSONRequestBodies(f *testing.F) {
 			if rec.Code != http.StatusOK && !strings.Contains(rec.Body.String(), `"error"`) {
 				t.Fatalf("%s %s: status %d without an error body: %s", target.method, target.path, rec.Code, rec.Body)
 			}
-			if jsonTooDeep([]byte(body), MaxJSONBodyDepth) >= 0 && rec.Code != http.StatusBadRequest && rec.Code != http.StatusNotFound &&
+			if jobspec.JSONTooDeep([]byte(body), MaxJSONBodyDepth) >= 0 && rec.Code != http.StatusBadRequest && rec.Code != http.StatusNotFound &&
 				rec.Code != http.StatusMethodNotAllowed && rec.Code != http.StatusForbidden {
 				t.Fatalf("%s %s: a body nested past %d levels got %d, want 400", target.method, target.path, MaxJSONBodyDepth, rec.Code)
 			}

@@ -180,9 +180,25 @@ var boundedJSONDecodeFunc = function.New(&function.Spec{
 // JSONDepth returns the deepest nesting of arrays and objects in the JSON
 // text b (0 for a scalar), skipping strings. It does not validate b.
 func JSONDepth(b []byte) int {
-	depth, deepest := 0, 0
+	deepest, _ := jsonNesting(b, -1)
+	return deepest
+}
+
+// JSONTooDeep returns the byte offset in the JSON text b where arrays and
+// objects first nest deeper than limit, or -1 when they never do. Strings
+// are skipped; b is not otherwise validated. The HTTP API checks request
+// bodies with it before decoding them.
+func JSONTooDeep(b []byte, limit int) int {
+	_, off := jsonNesting(b, limit)
+	return off
+}
+
+// jsonNesting scans b once: the deepest nesting, and the offset of the
+// first bracket deeper than limit (-1 when none, or when limit < 0).
+func jsonNesting(b []byte, limit int) (deepest, offset int) {
+	depth := 0
 	inString, escaped := false, false
-	for _, c := range b {
+	for i, c := range b {
 		switch {
 		case inString:
 			switch {
@@ -198,9 +214,12 @@ func JSONDepth(b []byte) int {
 		case c == '[' || c == '{':
 			depth++
 			deepest = max(deepest, depth)
+			if limit >= 0 && depth > limit {
+				return deepest, i
+			}
 		case c == ']' || c == '}':
 			depth--
 		}
 	}
-	return deepest
+	return deepest, -1
 }

@@ -131,3 +131,24 @@ func FuzzHCLDepth(f *testing.F) {
 		_, _ = Parse("f.hcl", src, nil)
 	})
 }
+
+// TestJSONTooDeep: the offset of the first bracket past the limit, with
+// brackets inside strings (escaped quotes too) not counted.
+func TestJSONTooDeep(t *testing.T) {
+	cases := []struct {
+		in    string
+		limit int
+		want  int
+	}{
+		{`[[["x"]]]`, 2, 2},
+		{`[[["x"]]]`, 3, -1},
+		{`{"a":"[[[[","b":[1]}`, 1, 16},
+		{`["\"[[[["]`, 1, -1},
+		{`1`, 0, -1},
+	}
+	for _, tc := range cases {
+		if got := JSONTooDeep([]byte(tc.in), tc.limit); got != tc.want {
+			t.Errorf("JSONTooDeep(%s, %d) = %d, want %d", tc.in, tc.limit, got, tc.want)
+		}
+	}
+}
