@@ -16,7 +16,6 @@ import (
 
 	"github.com/gpulayer/gpulayer/agent"
 	"github.com/gpulayer/gpulayer/nomadish/jobspec"
-	"github.com/gpulayer/gpulayer/structs"
 )
 
 // BenchmarkPutToRunning measures, for examples/hello-gpu.hcl on an
@@ -79,28 +78,5 @@ func BenchmarkPutToRunning(b *testing.B) {
 // returns the task's start time in Unix nanoseconds.
 func waitStarted(b *testing.B, addr, jobID string) int64 {
 	b.Helper()
-	var index uint64
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(fmt.Sprintf("%s/v1/job/%s/allocations?index=%d&wait=5s", addr, jobID, index))
-		if err != nil {
-			b.Fatal(err)
-		}
-		var allocs []*structs.Allocation
-		err = json.NewDecoder(resp.Body).Decode(&allocs)
-		resp.Body.Close()
-		if err != nil {
-			b.Fatal(err)
-		}
-		fmt.Sscan(resp.Header.Get("X-Gpulayer-Index"), &index)
-		for _, al := range allocs {
-			for _, ts := range al.TaskStates {
-				if ts.StartedAt != 0 && al.ClientTerminalStatus() {
-					return ts.StartedAt
-				}
-			}
-		}
-	}
-	b.Fatalf("job %s never started", jobID)
-	return 0
+	return waitStartedWith(b, http.DefaultClient, addr, jobID)
 }

@@ -166,7 +166,8 @@ func (t benchToken) RoundTrip(r *http.Request) (*http.Response, error) {
 	return t.base.RoundTrip(r)
 }
 
-// waitStartedWith is waitStarted with a given HTTP client (for HTTPS).
+// waitStartedWith is waitStarted with a given HTTP client (for HTTPS or
+// one that adds a token).
 func waitStartedWith(b *testing.B, hc *http.Client, addr, jobID string) int64 {
 	b.Helper()
 	var index uint64
