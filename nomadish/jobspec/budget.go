@@ -34,6 +34,74 @@ const budgetFunc = "gpulayer_eval_budget"
 // budget is the work left to one Parse.
 type budget struct {
 	left int
+	// body is the AST being evaluated. Once the budget is spent, spend
+	// rewrites it so that what is still being evaluated finishes at
+	// once: hcl/v2 goes on with every remaining iteration of a
+	// for-expression after an error, and cty walks each function
+	// argument before any function (ours included) can refuse it, so
+	// without this a loop over n elements calling a function on an
+	// n-element value costs n² walks after the refusal (a 40 KiB jobspec
+	// took 72 s).
+	body  *hclsyntax.Body
+	spent bool
+	// late counts the charges asked for after the budget was spent: the
+	// work the evaluation did on its way out (tests bound it).
+	late int
+}
+
+// spend empties the budget, neutralizes the AST the first time, and
+// returns errBudget.
+func (b *budget) spend() error {
+	b.left = 0
+	if !b.spent {
+		b.spent = true
+		if b.body != nil {
+			hclsyntax.Walk(b.body, neutralizer{})
+		}
+	}
+	return errBudget
+}
+
+// neutralizer rewrites every expression that can repeat or walk work into
+// a literal, children first: for-expressions skip their remaining iterations (a false
+// condition, read at each one) and get empty collections; function calls
+// get unknown arguments; templates, tuples and objects lose their parts.
+// Evaluation then yields only the budget's errors.
+type neutralizer struct{}
+
+// Enter implements hclsyntax.Walker.
+func (neutralizer) Enter(hclsyntax.Node) hcl.Diagnostics { return nil }
+
+// Exit implements hclsyntax.Walker. It rewrites a node after its children,
+// so that nodes under an argument or part it replaces (a loop already
+// running inside a function argument) are rewritten too.
+func (neutralizer) Exit(node hclsyntax.Node) hcl.Diagnostics {
+	lit := func(e hclsyntax.Expression, v cty.Value) hclsyntax.Expression {
+		return &hclsyntax.LiteralValueExpr{Val: v, SrcRange: e.Range()}
+	}
+	switch e := node.(type) {
+	case *hclsyntax.ForExpr:
+		e.CondExpr = lit(e, cty.False)
+		e.CollExpr = lit(e.CollExpr, cty.EmptyTupleVal)
+		e.ValExpr = lit(e.ValExpr, cty.DynamicVal)
+		if e.KeyExpr != nil {
+			e.KeyExpr = lit(e.KeyExpr, cty.DynamicVal)
+		}
+	case *hclsyntax.FunctionCallExpr:
+		for i, a := range e.Args {
+			e.Args[i] = lit(a, cty.DynamicVal)
+		}
+		e.ExpandFinal = false
+	case *hclsyntax.TemplateExpr:
+		e.Parts = []hclsyntax.Expression{lit(e, cty.StringVal(""))}
+	case *hclsyntax.TupleConsExpr:
+		e.Exprs = nil
+	case *hclsyntax.ObjectConsExpr:
+		e.Items = nil
+	case *hclsyntax.SplatExpr:
+		e.Source = lit(e.Source, cty.EmptyTupleVal)
+	}
+	return nil
 }
 
 // errBudget is the error of a spent budget.
@@ -43,10 +111,26 @@ var errBudget = fmt.Errorf("the jobspec's expressions build more than %d units (
 // charge takes the size of v from the budget; it fails once the budget is
 // spent.
 func (b *budget) charge(v cty.Value) error {
+	if b.spent {
+		b.late++
+		return errBudget
+	}
 	n := valueSize(v, b.left+1)
 	if n > b.left {
-		b.left = 0
+		return b.spend()
+	}
+	b.left -= n
+	return nil
+}
+
+// take takes n units from the budget; it fails once the budget is spent.
+func (b *budget) take(n int) error {
+	if b.spent {
+		b.late++
 		return errBudget
+	}
+	if n > b.left {
+		return b.spend()
 	}
 	b.left -= n
 	return nil
@@ -94,6 +178,13 @@ func budgetFunction(b *budget) function.Function {
 		}},
 		Type: func(args []cty.Value) (cty.Type, error) { return args[0].Type(), nil },
 		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			// Each evaluation costs an element's units on top of its
+			// size: a template part that renders a number to "1" still
+			// costs a big-float conversion (about 10 µs), so a jobspec
+			// cannot buy millions of them for one unit each.
+			if err := b.take(elementUnits); err != nil {
+				return cty.DynamicVal, err
+			}
 			if err := b.charge(args[0]); err != nil {
 				return cty.DynamicVal, err
 			}
@@ -150,11 +241,15 @@ func charged(name string, f function.Function, b *budget) function.Function {
 			// Some functions (flatten) walk their arguments already to
 			// find the result type: check the size first, without
 			// charging (Impl charges).
+			if b.spent {
+				b.late++
+				return cty.NilType, errBudget
+			}
 			total := 0
 			for _, a := range args {
 				total += valueSize(a, b.left+1-total)
 				if total > b.left {
-					return cty.NilType, errBudget
+					return cty.NilType, b.spend()
 				}
 			}
 			return f.ReturnTypeForValues(args)
@@ -166,7 +261,7 @@ func charged(name string, f function.Function, b *budget) function.Function {
 				}
 			}
 			if n := amplification(name, args); n > b.left {
-				return cty.DynamicVal, errBudget
+				return cty.DynamicVal, b.spend()
 			}
 			v, err := f.Call(args)
 			if err != nil {
@@ -273,7 +368,7 @@ func amplification(name string, args []cty.Value) int {
 // functions: gohcl.DecodeBody(body, ChargedContext(body), &cfg). A body
 // past the budget yields diagnostics that name the place.
 func ChargedContext(body *hclsyntax.Body) *hcl.EvalContext {
-	b := &budget{left: MaxEvalWork}
+	b := &budget{left: MaxEvalWork, body: body}
 	chargeAST(body)
 	return &hcl.EvalContext{Functions: map[string]function.Function{budgetFunc: budgetFunction(b)}}
 }

@@ -97,7 +97,7 @@ func Parse(filename string, src []byte, vars map[string]string) (job *api.Job, e
 		}
 	}()
 
-	job, diags := parse(filename, src, vars)
+	job, diags := parse(filename, src, vars, &budget{left: MaxEvalWork})
 	if diags.HasErrors() {
 		return nil, newError(diags)
 	}
@@ -132,7 +132,7 @@ var rootSchema = &hcl.BodySchema{
 	},
 }
 
-func parse(filename string, src []byte, vars map[string]string) (*api.Job, hcl.Diagnostics) {
+func parse(filename string, src []byte, vars map[string]string, b *budget) (*api.Job, hcl.Diagnostics) {
 	if diags := CheckNesting(filename, src); diags.HasErrors() {
 		return nil, diags
 	}
@@ -189,7 +189,7 @@ func parse(filename string, src []byte, vars map[string]string) (*api.Job, hcl.D
 		return nil, diags
 	}
 
-	b := &budget{left: MaxEvalWork}
+	b.body = body
 	ctx, moreDiags := evalContext(filename, variables, locals, vars, b)
 	diags = append(diags, moreDiags...)
 	if diags.HasErrors() {
