@@ -155,6 +155,11 @@ func valueSize(v cty.Value, limit int) int {
 		case ty == cty.String:
 			n += len(v.AsString())
 		case ty.IsListType() || ty.IsSetType() || ty.IsTupleType() || ty.IsMapType() || ty.IsObjectType():
+			if v.LengthInt() > MaxListElements {
+				// Over the limit on any collection (nesting.go): as good
+				// as spending the whole budget.
+				return limit + 1
+			}
 			n += elementUnits
 			for it := v.ElementIterator(); it.Next() && n <= limit; {
 				_, ev := it.Element()

@@ -31,18 +31,20 @@ func TestEvalBudget(t *testing.T) {
 		"join":          `locals { s = "` + long + `" }` + "\n" + `job "x" { meta = { a = join(local.s, split("", local.s)) } }`,
 		"replace":       `locals { s = "` + long + `" }` + "\n" + `job "x" { meta = { a = replace(local.s, "a", local.s) } }`,
 		"regex_replace": `locals { s = "` + long + `" }` + "\n" + `job "x" { meta = { a = regex_replace(local.s, "", local.s) } }`,
-		"shared value":  "locals {\n  l = " + list(3000) + "\n  a = [for x in local.l : local.l]\n}\n" + "job \"x\" {\n group \"g\" {\n task \"t\" {\n config {\n x = local.a\n }\n }\n }\n}",
-		"flatten":       "locals {\n  l = " + list(3000) + "\n  a = [for x in local.l : local.l]\n}\n" + `job "x" { meta = { a = length(flatten(local.a)) } }`,
-		"template for":  "locals { l = " + list(3000) + " }\n" + `job "x" { meta = { a = "%{ for x in local.l }%{ for y in local.l }${x}%{ endfor }%{ endfor }" } }`,
+		"shared value":  "locals {\n  l = " + list(1000) + "\n  a = [for x in local.l : local.l]\n}\n" + "job \"x\" {\n group \"g\" {\n task \"t\" {\n config {\n x = local.a\n }\n }\n }\n}",
+		"flatten":       "locals {\n  l = " + list(1000) + "\n  a = [for x in local.l : local.l]\n}\n" + `job "x" { meta = { a = length(flatten(local.a)) } }`,
+		"template for":  "locals { l = " + list(1000) + " }\n" + `job "x" { meta = { a = "%{ for x in local.l }%{ for y in local.l }${x}%{ endfor }%{ endfor }" } }`,
 		// A loop over n elements whose body walks an n-element value:
 		// after the refusal hcl/v2 runs the remaining iterations and cty
 		// walks each argument before a function can refuse it, n² in
 		// all unless the refusal rewrites the AST (a 40 KiB jobspec took
-		// 72 s of CPU).
-		"template for, long":   "locals { l = " + list(20000) + " }\n" + `job "x" { meta = { a = "%{ for x in local.l }%{ for y in local.l }${x}%{ endfor }%{ endfor }" } }`,
-		"function in a loop":   "locals { l = " + list(20000) + " }\n" + `job "x" { meta = { a = jsonencode([for x in local.l : length(local.l)]) } }`,
-		"loop in a function":   "locals { l = " + list(20000) + " }\n" + `job "x" { meta = { a = join(",", [for x in local.l : join("", [for y in local.l : "a"])]) } }`,
-		"object for in a loop": "locals { l = " + list(20000) + " }\n" + `job "x" { meta = { a = jsonencode([for x in local.l : {for k, v in local.l : k => v}]) } }`,
+		// 72 s of CPU). Lists are at most MaxListElements long, so n²
+		// is at most about a million here.
+		"template for, deep":   "locals { l = " + list(1000) + " }\n" + `job "x" { meta = { a = "%{ for x in local.l }%{ for y in local.l }%{ for z in local.l }${x}%{ endfor }%{ endfor }%{ endfor }" } }`,
+		"list past the limit":  "locals { l = " + list(1000) + " }\n" + `job "x" { meta = { a = jsonencode(concat(local.l, local.l)) } }`,
+		"function in a loop":   "locals { l = " + list(1000) + " }\n" + `job "x" { meta = { a = jsonencode([for x in local.l : length(local.l)]) } }`,
+		"loop in a function":   "locals { l = " + list(1000) + " }\n" + `job "x" { meta = { a = join(",", [for x in local.l : join("", [for y in local.l : "a"])]) } }`,
+		"object for in a loop": "locals { l = " + list(1000) + " }\n" + `job "x" { meta = { a = jsonencode([for x in local.l : {for k, v in local.l : k => v}]) } }`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := &budget{left: MaxEvalWork}
@@ -83,14 +85,15 @@ func TestEvalBudget(t *testing.T) {
 }
 
 // BenchmarkEvalBudgetRefusal times the refusal of the costliest jobspec
-// shapes the budget knows (TestEvalBudget's long loops, 40-200 KiB each):
-// the figure the budget exists to keep small.
+// shapes the budget knows (loops over the longest lists allowed, nested
+// three deep): the figure the budget exists to keep small.
 func BenchmarkEvalBudgetRefusal(b *testing.B) {
-	list := "[" + strings.TrimSuffix(strings.Repeat("1,", 100000), ",") + "]"
+	list := "[" + strings.TrimSuffix(strings.Repeat("1,", MaxListElements), ",") + "]"
 	for name, body := range map[string]string{
-		"template for":       `"%{ for x in local.l }%{ for y in local.l }${x}%{ endfor }%{ endfor }"`,
+		"template for":       `"%{ for x in local.l }%{ for y in local.l }%{ for z in local.l }${x}%{ endfor }%{ endfor }%{ endfor }"`,
 		"function in a loop": `jsonencode([for x in local.l : length(local.l)])`,
-		"nested for":         `jsonencode([for x in local.l : [for y in local.l : 1]])`,
+		"nested for":         `jsonencode([for x in local.l : [for y in local.l : [for z in local.l : 1]]])`,
+		"join of loops":      `join(",", [for x in local.l : join("", [for y in local.l : "a"])])`,
 	} {
 		src := []byte("locals { l = " + list + " }\n" + `job "x" { meta = { a = ` + body + ` } }`)
 		b.Run(name, func(b *testing.B) {

@@ -2,6 +2,8 @@ package jobspec
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
@@ -27,10 +29,31 @@ const MaxNestingDepth = 64
 // long, which hcl/v2 walks and evaluates by recursion.
 const MaxExpressionOperators = 500
 
+// MaxListElements is the most elements a list literal ([...]) may hold,
+// and the most any list, set, map or object built while evaluating a
+// jobspec may hold (budget.go). cty unifies the element types of a tuple
+// it converts to a list (every function argument of list type) in time
+// quadratic in its length: a 20,000-element literal passed to join() took
+// 2 s, a 100,000-element one most of a minute. A jobspec's lists are a few
+// dozen elements long; the structs limits on groups, tasks, constraints
+// and meta entries are 1024 as well.
+const MaxListElements = 1024
+
+// MaxNumberLiteral is the longest number literal, in bytes, and
+// MaxNumberExponent the largest decimal exponent one may carry (float64's
+// range). hcl/v2 parses number literals to arbitrary-precision floats:
+// tostring(1e9999999) spent 18 s and gigabytes rendering ten million
+// digits.
+const (
+	MaxNumberLiteral  = 64
+	MaxNumberExponent = 308
+)
+
 // frame is one open nesting level of the token stream.
 type frame struct {
-	open hclsyntax.TokenType // the token that opened it, or directiveBody
-	ops  int                 // operators chained in its current expression
+	open  hclsyntax.TokenType // the token that opened it, or directiveBody
+	ops   int                 // operators chained in its current expression
+	elems int                 // commas seen at this level (list literals)
 }
 
 // directiveBody marks the frame of a %{ if } or %{ for } body.
@@ -104,6 +127,22 @@ func checkTokens(tokens hclsyntax.Tokens) hcl.Diagnostics {
 			}
 		case hclsyntax.TokenComma, hclsyntax.TokenEqual:
 			top.ops = 0
+			if tok.Type == hclsyntax.TokenComma && top.open == hclsyntax.TokenOBrack {
+				top.elems++
+				if top.elems >= MaxListElements {
+					return hcl.Diagnostics{{
+						Severity: hcl.DiagError,
+						Summary:  "List too long",
+						Detail: fmt.Sprintf("This list holds more than %d elements; the limit keeps one request from costing the agent minutes of CPU "+
+							"(see website/docs/limits.md).", MaxListElements),
+						Subject: tok.Range.Ptr(),
+					}}
+				}
+			}
+		case hclsyntax.TokenNumberLit:
+			if d := checkNumber(tok); d != nil {
+				return hcl.Diagnostics{d}
+			}
 		case hclsyntax.TokenNewline:
 			// A newline ends an expression in a body or an object, not
 			// inside parentheses or a list.
@@ -122,6 +161,27 @@ func checkTokens(tokens hclsyntax.Tokens) hcl.Diagnostics {
 		}
 	}
 	return nil
+}
+
+// checkNumber refuses a number literal longer than MaxNumberLiteral bytes
+// or with a decimal exponent past MaxNumberExponent.
+func checkNumber(tok hclsyntax.Token) *hcl.Diagnostic {
+	lit := string(tok.Bytes)
+	bad := len(lit) > MaxNumberLiteral
+	if i := strings.IndexAny(lit, "eE"); i >= 0 && !bad {
+		exp, err := strconv.Atoi(strings.TrimPrefix(lit[i+1:], "+"))
+		bad = err != nil || exp > MaxNumberExponent || exp < -MaxNumberExponent
+	}
+	if !bad {
+		return nil
+	}
+	return &hcl.Diagnostic{
+		Severity: hcl.DiagError,
+		Summary:  "Number too large",
+		Detail: fmt.Sprintf("Number literals are at most %d characters with an exponent within ±%d (float64's range); "+
+			"an exact huge number costs the agent seconds and gigabytes to render.", MaxNumberLiteral, MaxNumberExponent),
+		Subject: tok.Range.Ptr(),
+	}
 }
 
 func checkOps(f *frame, tok hclsyntax.Token) *hcl.Diagnostic {

@@ -39,7 +39,13 @@ func TestCheckNesting(t *testing.T) {
 		{"index chain", wrap("[1]" + strings.Repeat("[0]", MaxExpressionOperators+1)), "Expression nests too deep"},
 		{"chain across lines in parens", wrap("(" + strings.Repeat("1 +\n", MaxExpressionOperators+1) + "1)"), "Expression nests too deep"},
 		{"many short expressions", strings.Repeat("a = 1 + 2 + 3\n", 1000), ""},
-		{"many list items", wrap("[" + strings.Repeat("-1, ", 2000) + "]"), ""},
+		{"many list items", wrap("[" + strings.Repeat("-1, ", MaxListElements-1) + "-1]"), ""},
+		{"too many list items", wrap("[" + strings.Repeat("-1, ", MaxListElements) + "-1]"), "List too long"},
+		{"nested lists count apart", wrap("[" + strings.Repeat("[1, 2], ", MaxListElements-1) + "[1]]"), ""},
+		{"huge exponent", wrap("1e9999999"), "Number too large"},
+		{"huge negative exponent", wrap("1e-9999999"), "Number too large"},
+		{"long number", wrap(strings.Repeat("9", MaxNumberLiteral+1)), "Number too large"},
+		{"float64 range", wrap("[1.5e308, 2e-308, 123456789012345678901234567890]"), ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -357,6 +357,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{"bad.hcl:2:", "Unsupported runtime reference", `"attr"`}},
 		{"unknown function", "job \"j\" {\n  type = nosuch(1)\n}\n", nil, []string{"bad.hcl:2:10: Call to unknown function", `"nosuch"`}},
 		{"infinite config number", strings.Replace(task, "%s", "      config {\n        x = 1e400\n      }", 1), nil,
+			[]string{"bad.hcl:6:13: Number too large", "±308"}},
+		{"config number out of range", strings.Replace(task, "%s", "      config {\n        x = 1e300 * 1e300\n      }", 1), nil,
 			[]string{"bad.hcl:6:13: Incorrect attribute value type", `"x"`, "out of range"}},
 		{"several errors sorted", "job \"j\" {\n  priority = \"high\"\n  group \"g\" {\n    count = \"many\"\n  }\n}\n", nil,
 			[]string{"bad.hcl:2:14: Incorrect attribute value type: Inappropriate value for attribute \"priority\"", "\nbad.hcl:4:13: Incorrect attribute value type: Inappropriate value for attribute \"count\""}},
