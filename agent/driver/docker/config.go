@@ -112,6 +112,11 @@ func parseConfig(m map[string]interface{}, allocDir string, allow Allowances) (*
 		if err != nil {
 			return nil, fmt.Errorf("%w: key \"mounts\": mount %q (element %d) is refused: %v (the client's docker { volumes { enabled = true } } setting allows host paths)", driver.ErrInvalidConfig, src, i, err)
 		}
+		// Docker resolves the path again at start: it must be a path no
+		// task can change in between (see stablePath).
+		if err := stablePath(resolvedDir(allocDir), abs); err != nil {
+			return nil, fmt.Errorf("%w: key \"mounts\": mount %q (element %d) is refused: %v", driver.ErrInvalidConfig, src, i, err)
+		}
 		tc.Mounts[i].Source = abs
 	}
 	return tc, nil
@@ -288,10 +293,7 @@ func insideDir(dir, p string) (string, error) {
 	if dir == "" {
 		return "", fmt.Errorf("no allocation directory to mount from")
 	}
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		root = filepath.Clean(dir)
-	}
+	root := resolvedDir(dir)
 	abs := p
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(dir, p)
@@ -307,4 +309,14 @@ func insideDir(dir, p string) (string, error) {
 		return "", fmt.Errorf("it is outside the allocation directory %s; only paths inside it can be mounted", dir)
 	}
 	return abs, nil
+}
+
+// resolvedDir is dir with its symlinks resolved, or dir cleaned when it
+// cannot be resolved.
+func resolvedDir(dir string) string {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return filepath.Clean(dir)
+	}
+	return root
 }
