@@ -65,6 +65,10 @@ type mountSpec struct {
 	Source   string
 	Target   string
 	ReadOnly bool
+	// InAlloc is set by parseConfig for a source inside the allocation
+	// directory (every source unless volumes allows a host path): the
+	// driver pins it before Docker resolves it (pinMounts).
+	InAlloc bool
 }
 
 // configKeys are the keys a docker task's config block may hold.
@@ -117,7 +121,7 @@ func parseConfig(m map[string]interface{}, allocDir string, allow Allowances) (*
 		if err := stablePath(resolvedDir(allocDir), abs); err != nil {
 			return nil, fmt.Errorf("%w: key \"mounts\": mount %q (element %d) is refused: %v", driver.ErrInvalidConfig, src, i, err)
 		}
-		tc.Mounts[i].Source = abs
+		tc.Mounts[i].Source, tc.Mounts[i].InAlloc = abs, true
 	}
 	return tc, nil
 }

@@ -23,6 +23,11 @@ import (
 // below such a directory is refused; the allocation directory itself, a
 // docker task's own <task>/local and the agent's directories are stable.
 
+// errNoPin is wrapped by pinMounts' error when this host cannot pin
+// mount sources (the agent may not bind-mount): the driver then hands
+// Docker the checked paths.
+var errNoPin = errors.New("mount sources cannot be pinned on this host")
+
 // errUnstableMount is the reason a mount source is refused: the
 // directory on its path that a task could change, and what to mount
 // instead.
