@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,7 +49,8 @@ func pinMounts(allocDir string, mounts []mountSpec) ([]mountSpec, func(), error)
 		return nil, release, err
 	}
 	defer r.Close()
-	stage, err := os.MkdirTemp(filepath.Dir(root), ".docker-mounts-")
+	sweepStages(filepath.Dir(root))
+	stage, err := os.MkdirTemp(filepath.Dir(root), stagePrefix)
 	if err != nil {
 		return nil, release, fmt.Errorf("create the staging directory for the task's mounts: %w", err)
 	}
@@ -77,6 +79,35 @@ func pinMounts(allocDir string, mounts []mountSpec) ([]mountSpec, func(), error)
 		out[i].Source = p
 	}
 	return out, release, nil
+}
+
+// stagePrefix names the staging directories pinMounts makes in the
+// allocs directory.
+const stagePrefix = ".docker-mounts-"
+
+// staleStage is the age past which a staging directory is left from an
+// agent that died between pinning and release: a start holds one for its
+// create and start calls only (DefaultAPITimeout each).
+const staleStage = 10 * time.Minute
+
+// sweepStages unmounts (MNT_DETACH) and removes the staging directories in
+// allocs older than staleStage. It removes names only (os.Remove), never
+// what a mount shows.
+func sweepStages(allocs string) {
+	dirs, _ := filepath.Glob(filepath.Join(allocs, stagePrefix+"*"))
+	for _, dir := range dirs {
+		fi, err := os.Lstat(dir)
+		if err != nil || !fi.IsDir() || time.Since(fi.ModTime()) < staleStage {
+			continue
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			p := filepath.Join(dir, e.Name())
+			_ = syscall.Unmount(p, syscall.MNT_DETACH)
+			_ = os.Remove(p)
+		}
+		_ = os.Remove(dir)
+	}
 }
 
 // pinOne opens abs beneath r (the allocation directory root, resolved)
