@@ -95,9 +95,12 @@ func ValidateConfig(cfg map[string]interface{}, _ *structs.Resources) error {
 
 // parseConfig reads and checks a task's config map against allocDir and
 // the client's allowances, resolving each mount's source inside allocDir
-// (or, with allow.Volumes, taking an absolute host path as is). Every
-// error wraps driver.ErrInvalidConfig and names the key (and the mount or
-// port by its position and value).
+// (or, with allow.Volumes, taking an absolute host path as is). A source
+// inside allocDir must exist and lie on a path no task can change
+// (stablePath: every directory from allocDir to its parent the agent's,
+// not writable by group or others). Every error wraps
+// driver.ErrInvalidConfig and names the key (and the mount or port by its
+// position and value).
 func parseConfig(m map[string]interface{}, allocDir string, allow Allowances) (*taskConfig, error) {
 	tc, err := checkConfig(m)
 	if err != nil {

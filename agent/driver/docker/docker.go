@@ -163,9 +163,11 @@ func containerName(cfg *driver.TaskConfig) string {
 }
 
 // StartTask checks the config, pulls the image when it is missing, then
-// creates and starts the container and streams its output to cfg.Stdout
-// and cfg.Stderr. Errors: driver.ErrInvalidConfig (wrapped, naming the key
-// or mount) for a bad config, driver.ErrTaskExists for a duplicate ID, an
+// creates and starts the container (its mount sources inside the
+// allocation directory pinned until then, see pinMounts) and streams its
+// output to cfg.Stdout and cfg.Stderr. Errors: driver.ErrInvalidConfig
+// (wrapped, naming the key or mount) for a bad config or a mount source
+// a task could swap, driver.ErrTaskExists for a duplicate ID, an
 // error saying no registry can be reached when a missing image cannot be
 // pulled, and the daemon's error when create or start fails (e.g. a GPU
 // task on a host without the nvidia runtime).
