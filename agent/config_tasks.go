@@ -35,7 +35,7 @@ type NativeConfig struct {
 //	client {
 //	  docker {
 //	    allow_privileged   = false
-//	    allow_caps         = ["net_admin"] # default: Docker's set less net_raw
+//	    allow_caps         = ["net_admin"] # default: Docker's set less net_raw and mknod
 //	    allow_host_network = false
 //	    allow_host_pid     = false
 //	    allow_host_ipc     = false

@@ -13,10 +13,14 @@ import (
 
 // DefaultCaps is the capability set of a docker task that asks for none:
 // Docker's default set less NET_RAW (raw sockets let a container forge
-// packets on the host's networks), as Nomad's docker driver does. It is
-// also what cap_add may name on a client that sets no allow_caps.
+// packets on the host's networks), as Nomad's docker driver does, and less
+// MKNOD: the allocation directory is a host directory mounted at /alloc
+// without nodev, so a device node a container made there (mknod
+// /alloc/disk b 254 0, mode 0666) would open the host's disk to any local
+// user who reaches the path. It is also what cap_add may name on a client
+// that sets no allow_caps; MKNOD and NET_RAW need allow_caps.
 var DefaultCaps = []string{
-	"audit_write", "chown", "dac_override", "fowner", "fsetid", "kill", "mknod",
+	"audit_write", "chown", "dac_override", "fowner", "fsetid", "kill",
 	"net_bind_service", "setfcap", "setgid", "setpcap", "setuid", "sys_chroot",
 }
 

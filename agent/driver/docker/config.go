@@ -65,6 +65,10 @@ type mountSpec struct {
 	Source   string
 	Target   string
 	ReadOnly bool
+	// InAlloc is set by parseConfig for a source inside the allocation
+	// directory (every source unless volumes allows a host path): the
+	// driver pins it before Docker resolves it (pinMounts).
+	InAlloc bool
 }
 
 // configKeys are the keys a docker task's config block may hold.
@@ -91,9 +95,12 @@ func ValidateConfig(cfg map[string]interface{}, _ *structs.Resources) error {
 
 // parseConfig reads and checks a task's config map against allocDir and
 // the client's allowances, resolving each mount's source inside allocDir
-// (or, with allow.Volumes, taking an absolute host path as is). Every
-// error wraps driver.ErrInvalidConfig and names the key (and the mount or
-// port by its position and value).
+// (or, with allow.Volumes, taking an absolute host path as is). A source
+// inside allocDir must exist and lie on a path no task can change
+// (stablePath: every directory from allocDir to its parent the agent's,
+// not writable by group or others). Every error wraps
+// driver.ErrInvalidConfig and names the key (and the mount or port by its
+// position and value).
 func parseConfig(m map[string]interface{}, allocDir string, allow Allowances) (*taskConfig, error) {
 	tc, err := checkConfig(m)
 	if err != nil {
@@ -112,7 +119,12 @@ func parseConfig(m map[string]interface{}, allocDir string, allow Allowances) (*
 		if err != nil {
 			return nil, fmt.Errorf("%w: key \"mounts\": mount %q (element %d) is refused: %v (the client's docker { volumes { enabled = true } } setting allows host paths)", driver.ErrInvalidConfig, src, i, err)
 		}
-		tc.Mounts[i].Source = abs
+		// Docker resolves the path again at start: it must be a path no
+		// task can change in between (see stablePath).
+		if err := stablePath(resolvedDir(allocDir), abs); err != nil {
+			return nil, fmt.Errorf("%w: key \"mounts\": mount %q (element %d) is refused: %v", driver.ErrInvalidConfig, src, i, err)
+		}
+		tc.Mounts[i].Source, tc.Mounts[i].InAlloc = abs, true
 	}
 	return tc, nil
 }
@@ -288,10 +300,7 @@ func insideDir(dir, p string) (string, error) {
 	if dir == "" {
 		return "", fmt.Errorf("no allocation directory to mount from")
 	}
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		root = filepath.Clean(dir)
-	}
+	root := resolvedDir(dir)
 	abs := p
 	if !filepath.IsAbs(abs) {
 		abs = filepath.Join(dir, p)
@@ -307,4 +316,14 @@ func insideDir(dir, p string) (string, error) {
 		return "", fmt.Errorf("it is outside the allocation directory %s; only paths inside it can be mounted", dir)
 	}
 	return abs, nil
+}
+
+// resolvedDir is dir with its symlinks resolved, or dir cleaned when it
+// cannot be resolved.
+func resolvedDir(dir string) string {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return filepath.Clean(dir)
+	}
+	return root
 }

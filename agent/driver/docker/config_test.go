@@ -32,6 +32,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"mount outside", mounts("/etc"), `mount "/etc" (element 0) is refused`},
 		{"mount dot dot", mounts("../../etc"), `mount "../../etc" (element 0) is refused`},
 		{"mount through symlink", mounts("escape/passwd"), `mount "escape/passwd" (element 0) is refused`},
+		{"mount missing", mounts("newdir"), "newdir does not exist"},
 		{"mount no target", map[string]interface{}{"image": "x", "mounts": []interface{}{map[string]interface{}{"source": "main"}}}, "needs a source and an absolute target"},
 		{"mount unknown key", map[string]interface{}{"image": "x", "mounts": []interface{}{map[string]interface{}{"source": "main", "target": "/d", "mode": "rw"}}}, `unknown key "mode"`},
 		{"bad port", map[string]interface{}{"image": "x", "ports": []interface{}{"80:http"}}, `key "ports": element 0 "80:http"`},
@@ -52,7 +53,7 @@ func TestParseConfigErrors(t *testing.T) {
 		})
 	}
 	// Paths inside the alloc dir are accepted, relative or absolute.
-	for _, src := range []string{"main/local", filepath.Join(alloc, "main"), "newdir"} {
+	for _, src := range []string{"main/local", filepath.Join(alloc, "main"), "."} {
 		tc, err := parseConfig(mounts(src), alloc, Allowances{})
 		if err != nil {
 			t.Fatalf("mount %q: %v", src, err)

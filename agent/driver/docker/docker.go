@@ -163,9 +163,11 @@ func containerName(cfg *driver.TaskConfig) string {
 }
 
 // StartTask checks the config, pulls the image when it is missing, then
-// creates and starts the container and streams its output to cfg.Stdout
-// and cfg.Stderr. Errors: driver.ErrInvalidConfig (wrapped, naming the key
-// or mount) for a bad config, driver.ErrTaskExists for a duplicate ID, an
+// creates and starts the container (its mount sources inside the
+// allocation directory pinned until then, see pinMounts) and streams its
+// output to cfg.Stdout and cfg.Stderr. Errors: driver.ErrInvalidConfig
+// (wrapped, naming the key or mount) for a bad config or a mount source
+// a task could swap, driver.ErrTaskExists for a duplicate ID, an
 // error saying no registry can be reached when a missing image cannot be
 // pulled, and the daemon's error when create or start fails (e.g. a GPU
 // task on a host without the nvidia runtime).
@@ -212,7 +214,21 @@ func (d *Driver) start(cfg *driver.TaskConfig, tc *taskConfig, allocDir string) 
 	if _, err := d.api.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		return nil, fmt.Errorf("remove old container %s: %w", name, err)
 	}
-	ccfg, hcfg, err := d.containerConfig(cfg, tc, allocDir)
+	// The mount sources inside the allocation directory are pinned
+	// until the container has started: Docker resolves their paths
+	// again, and a task may rename entries on them meanwhile.
+	mounts, release, err := pinMounts(allocDir, tc.Mounts)
+	switch {
+	case errors.Is(err, errNoPin):
+		d.logger.Warn("cannot pin the task's mount sources; handing Docker their checked paths", "task_id", cfg.ID, "error", err)
+		mounts = tc.Mounts
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", driver.ErrInvalidConfig, err)
+	}
+	defer release()
+	pinned := *tc
+	pinned.Mounts = mounts
+	ccfg, hcfg, err := d.containerConfig(cfg, &pinned, allocDir)
 	if err != nil {
 		return nil, err
 	}
