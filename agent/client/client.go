@@ -79,10 +79,8 @@ func NewClient(cfg *Config) (*Client, error) {
 		// default) must reach their directories: others may search, not
 		// list, the client's directory and the allocs directory. Files
 		// in them keep their own modes (state.db, node secret: 0600).
-		for _, d := range []string{c0.DataDir, filepath.Join(c0.DataDir, "allocs")} {
-			if err := os.Chmod(d, allocDirMode); err != nil {
-				return nil, fmt.Errorf("let task users reach %s: %w", d, err)
-			}
+		if err := chmodDataDirs(c0.DataDir); err != nil {
+			return nil, err
 		}
 		if blocked := unreachableParent(c0.DataDir); blocked != "" {
 			c0.Logger.Warn("native tasks running as another user (nobody by default) cannot reach their directories: make this directory searchable (chmod o+x) or move the data directory", "dir", blocked)
@@ -405,4 +403,26 @@ func unreachableParent(dir string) string {
 			return ""
 		}
 	}
+}
+
+// chmodDataDirs sets the client's data directory and its allocs directory
+// to allocDirMode through their descriptors: the data directory is the
+// operator's path (a symlink to it is followed), allocs beneath it is
+// the agent's and opened without following one.
+func chmodDataDirs(dataDir string) error {
+	f, err := os.Open(dataDir)
+	if err != nil {
+		return fmt.Errorf("let task users reach %s: %w", dataDir, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
+		return fmt.Errorf("let task users reach %s: not a directory (%v)", dataDir, err)
+	}
+	if err := f.Chmod(allocDirMode); err != nil {
+		return fmt.Errorf("let task users reach %s: %w", dataDir, err)
+	}
+	if err := allocdir.ChmodDir(dataDir, "allocs", allocDirMode); err != nil {
+		return fmt.Errorf("let task users reach %s: %w", filepath.Join(dataDir, "allocs"), err)
+	}
+	return nil
 }
