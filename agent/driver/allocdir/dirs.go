@@ -88,7 +88,7 @@ func openDirAt(dirfd int, name string) (int, error) {
 // ErrUnsafe besides the errno.
 func dirError(path string, err error) error {
 	if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.ELOOP) {
-		return fmt.Errorf("%w: %s is not a directory or is a symlink (a task may have replaced it with a link to a host file): %w", ErrUnsafe, path, err)
+		return fmt.Errorf("%w: %s is a symlink or not a directory: %w", ErrUnsafe, path, err)
 	}
 	return &fs.PathError{Op: "open directory", Path: path, Err: err}
 }

@@ -95,7 +95,7 @@ func chownTaskDir(dir string, cred *syscall.Credential) error {
 // refuseDir is chownTaskDir's error for the directory path.
 func refuseDir(err error, path string, cred *syscall.Credential) error {
 	if errors.Is(err, allocdir.ErrUnsafe) {
-		return fmt.Errorf("%w: refused to give %s to the task's user (uid %d): it is no longer a directory of its own (a symlink, or a link to a file outside the allocation); remove it or run the allocation afresh: %w",
+		return fmt.Errorf("%w: not giving %s to the task's user (uid %d), it may be a link to a host file: %w; remove it or run the allocation afresh",
 			driver.ErrInvalidConfig, path, cred.Uid, err)
 	}
 	return fmt.Errorf("give task directory %s to uid %d: %w", path, cred.Uid, err)
