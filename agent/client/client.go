@@ -406,23 +406,33 @@ func unreachableParent(dir string) string {
 }
 
 // chmodDataDirs sets the client's data directory and its allocs directory
-// to allocDirMode through their descriptors: the data directory is the
-// operator's path (a symlink to it is followed), allocs beneath it is
-// the agent's and opened without following one.
+// to allocDirMode through their descriptors (fstat, fchmod: what is
+// checked is what changes). Both are the operator's and the agent's
+// paths, which no task can change, so a symlink to them (an allocs
+// directory on another disk) is followed.
 func chmodDataDirs(dataDir string) error {
-	f, err := os.Open(dataDir)
-	if err != nil {
-		return fmt.Errorf("let task users reach %s: %w", dataDir, err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.IsDir() {
-		return fmt.Errorf("let task users reach %s: not a directory (%v)", dataDir, err)
-	}
-	if err := f.Chmod(allocDirMode); err != nil {
-		return fmt.Errorf("let task users reach %s: %w", dataDir, err)
-	}
-	if err := allocdir.ChmodDir(dataDir, "allocs", allocDirMode); err != nil {
-		return fmt.Errorf("let task users reach %s: %w", filepath.Join(dataDir, "allocs"), err)
+	for _, d := range []string{dataDir, filepath.Join(dataDir, "allocs")} {
+		if err := chmodDir(d, allocDirMode); err != nil {
+			return fmt.Errorf("let task users reach %s: %w", d, err)
+		}
 	}
 	return nil
+}
+
+// chmodDir sets the mode of the directory path through its descriptor;
+// a path that is not a directory is an error.
+func chmodDir(path string, mode os.FileMode) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("not a directory (mode %s)", fi.Mode())
+	}
+	return f.Chmod(mode)
 }
