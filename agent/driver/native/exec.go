@@ -73,8 +73,8 @@ func chownTaskDir(dir string, cred *syscall.Credential) error {
 	if err != nil {
 		return refuseDir(err, dir, cred)
 	}
-	// Owner first, mode second: chown clears the sticky bit on some
-	// systems, and the task may not own the directory in between.
+	// Owner first, mode second: a chown may clear mode bits (setgid on
+	// some systems), so the mode is set last.
 	err = td.Chown(os.Geteuid(), int(cred.Gid))
 	if err == nil {
 		err = td.Chmod(taskDirMode)
