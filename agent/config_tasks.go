@@ -134,14 +134,25 @@ func openForTaskUsers(cfg *Config) error {
 	if os.Geteuid() != 0 || cfg.Client == nil || !cfg.Client.Enabled {
 		return nil
 	}
-	fi, err := os.Stat(cfg.DataDir)
+	// Through the descriptor (fstat, fchmod): what is checked is what
+	// changes. The data directory is the operator's path, so a symlink
+	// to it is followed.
+	f, err := os.Open(cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("%w: data_dir: %v", ErrConfig, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("%w: data_dir: %v", ErrConfig, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: data_dir: %s is not a directory", ErrConfig, cfg.DataDir)
 	}
 	if fi.Mode().Perm()&0o001 != 0 {
 		return nil
 	}
-	if err := os.Chmod(cfg.DataDir, fi.Mode().Perm()|0o011); err != nil {
+	if err := f.Chmod(fi.Mode().Perm() | 0o011); err != nil {
 		return fmt.Errorf("%w: data_dir: let task users pass through %s: %v", ErrConfig, cfg.DataDir, err)
 	}
 	return nil

@@ -21,6 +21,9 @@ type AgentCommand struct {
 	// ShutdownCh, when set, stops the agent when it is closed or sent to
 	// (tests use it instead of signals).
 	ShutdownCh <-chan struct{}
+	// tokenOnCommandLine is set by readConfig when -acl-token carried a
+	// literal secret outside -dev; Run then logs a warning.
+	tokenOnCommandLine bool
 }
 
 // Help implements cli.Command.
@@ -62,8 +65,11 @@ Options:
   -log-level=LEVEL     TRACE, DEBUG, INFO, WARN or ERROR (default INFO).
   -acl-enabled=BOOL    Check ACL tokens on every route (default true; false
                        with -dev). Off outside -dev logs a warning.
-  -acl-token=SECRET    Token a client-only agent registers its node with
-                       (needs node write). Prefer acl { token } in -config.
+  -acl-token=@FILE     Token a client-only agent registers its node with
+                       (needs node write), read from FILE; else
+                       $GPULAYER_ACL_TOKEN, else acl { token } in -config.
+                       A literal -acl-token=SECRET works but every local
+                       process can read it (ps): the agent warns.
 `)
 }
 
@@ -85,6 +91,11 @@ func (c *AgentCommand) Run(args []string) int {
 		Level:  level,
 		Output: os.Stderr,
 	})
+	if c.tokenOnCommandLine {
+		logger.Warn(tokenOnCommandLineWarning)
+	}
+	// Read once: no child (the native shim, a task) inherits it.
+	_ = os.Unsetenv(aclTokenEnv)
 	a, err := agent.New(cfg, logger)
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error starting agent: %v", err))
@@ -191,7 +202,12 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 		v := devGPUs
 		flagCfg.Client.DevGPUs = &v
 	}
-	flagCfg.ACL = &agent.ACLConfig{Token: aclToken}
+	token, literal, err := resolveACLToken(aclToken)
+	if err != nil {
+		return nil, err
+	}
+	c.tokenOnCommandLine = literal && !cfg.DevMode
+	flagCfg.ACL = &agent.ACLConfig{Token: token}
 	flags.Visit(func(f *flag.Flag) {
 		if f.Name == "acl-enabled" {
 			flagCfg.ACL.Enabled = &aclEnabled

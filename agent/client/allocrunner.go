@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/agent/driver/allocdir"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -132,8 +133,10 @@ func (ar *allocRunner) prepare() (*structs.TaskGroup, error) {
 	if err := os.MkdirAll(ar.allocDir, allocDirMode); err != nil {
 		return nil, fmt.Errorf("create alloc directory: %w", err)
 	}
-	// MkdirAll's mode is cut by the umask.
-	if err := os.Chmod(ar.allocDir, allocDirMode); err != nil {
+	// MkdirAll's mode is cut by the umask. Through a descriptor opened
+	// without following a symlink (the allocs directory is the agent's,
+	// but the mode is set only on a directory, never through a link).
+	if err := allocdir.ChmodDir(ar.allocDir, "", allocDirMode); err != nil {
 		return nil, fmt.Errorf("create alloc directory: %w", err)
 	}
 	return tg, nil

@@ -79,10 +79,8 @@ func NewClient(cfg *Config) (*Client, error) {
 		// default) must reach their directories: others may search, not
 		// list, the client's directory and the allocs directory. Files
 		// in them keep their own modes (state.db, node secret: 0600).
-		for _, d := range []string{c0.DataDir, filepath.Join(c0.DataDir, "allocs")} {
-			if err := os.Chmod(d, allocDirMode); err != nil {
-				return nil, fmt.Errorf("let task users reach %s: %w", d, err)
-			}
+		if err := chmodDataDirs(c0.DataDir); err != nil {
+			return nil, err
 		}
 		if blocked := unreachableParent(c0.DataDir); blocked != "" {
 			c0.Logger.Warn("native tasks running as another user (nobody by default) cannot reach their directories: make this directory searchable (chmod o+x) or move the data directory", "dir", blocked)
@@ -405,4 +403,36 @@ func unreachableParent(dir string) string {
 			return ""
 		}
 	}
+}
+
+// chmodDataDirs sets the client's data directory and its allocs directory
+// to allocDirMode through their descriptors (fstat, fchmod: what is
+// checked is what changes). Both are the operator's and the agent's
+// paths, which no task can change, so a symlink to them (an allocs
+// directory on another disk) is followed.
+func chmodDataDirs(dataDir string) error {
+	for _, d := range []string{dataDir, filepath.Join(dataDir, "allocs")} {
+		if err := chmodDir(d, allocDirMode); err != nil {
+			return fmt.Errorf("let task users reach %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// chmodDir sets the mode of the directory path through its descriptor;
+// a path that is not a directory is an error.
+func chmodDir(path string, mode os.FileMode) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("not a directory (mode %s)", fi.Mode())
+	}
+	return f.Chmod(mode)
 }

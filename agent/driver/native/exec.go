@@ -27,11 +27,26 @@ var (
 // writes the rotated log files.
 func (d *Driver) WritesLogFiles() bool { return true }
 
-// chownTaskDir gives the task's directory and its local, secrets and
-// outputs directories to the task's user, so a task running as that user
-// can work in them. The logs directory stays the agent's (mode 0700): the
-// task can neither write there nor rename it away (moving a directory
-// needs write permission on it).
+// taskDirMode is the mode of a task directory whose task runs as another
+// user: owned by the agent (root) with the task's primary group, group
+// members may create files (the task's working directory), and the sticky
+// bit keeps them from renaming or removing an entry they do not own (the
+// agent's logs directory). Others may not even pass.
+const taskDirMode = fs.ModeSticky | 0o770
+
+// chownTaskDir readies a task directory for a task running as cred: the
+// directory itself stays the agent's, group cred.Gid, mode taskDirMode;
+// its local, secrets and outputs directories are given to the task's
+// user. The logs directory stays the agent's (mode 0700): the task can
+// neither write there nor, thanks to the sticky bit, rename it away.
+//
+// Each directory is opened beneath the allocation directory without
+// following any symlink (allocdir.OpenDir, O_DIRECTORY|O_NOFOLLOW on each
+// component) and changed through its descriptor, so nothing a task
+// planted there (a symlink to a host directory or to "..", a hard link to
+// a host file where secrets was) changes owner. A name that is not a
+// directory fails the start with an error wrapping driver.ErrInvalidConfig
+// and allocdir.ErrUnsafe, naming it; a missing one is skipped.
 func chownTaskDir(dir string, cred *syscall.Credential) error {
 	// The user must be able to reach the directory: every directory above
 	// it needs search permission for that user. The driver does not widen
@@ -53,20 +68,37 @@ func chownTaskDir(dir string, cred *syscall.Credential) error {
 			break
 		}
 	}
-	// Beneath the allocation directory, without following a symlink a
-	// task left (Lchown): only the task's own directories change owner.
-	root, err := allocdir.OpenRoot(filepath.Dir(dir), "")
+	allocDir, name := filepath.Dir(dir), filepath.Base(dir)
+	td, err := allocdir.OpenDir(allocDir, name)
 	if err != nil {
-		return fmt.Errorf("open the allocation directory: %w", err)
+		return refuseDir(err, dir, cred)
 	}
-	defer root.Close()
-	name := filepath.Base(dir)
-	for _, p := range []string{name, name + "/local", name + "/secrets", name + "/outputs"} {
-		if err := root.Lchown(p, int(cred.Uid), int(cred.Gid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("give task directory %s to uid %d: %w", filepath.Join(filepath.Dir(dir), p), cred.Uid, err)
+	// Owner first, mode second: a chown may clear mode bits (setgid on
+	// some systems), so the mode is set last.
+	err = td.Chown(os.Geteuid(), int(cred.Gid))
+	if err == nil {
+		err = td.Chmod(taskDirMode)
+	}
+	td.Close()
+	if err != nil {
+		return fmt.Errorf("ready task directory %s for gid %d: %w", dir, cred.Gid, err)
+	}
+	for _, sub := range []string{"local", "secrets", "outputs"} {
+		err := allocdir.ChownDir(allocDir, name+"/"+sub, int(cred.Uid), int(cred.Gid))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return refuseDir(err, filepath.Join(dir, sub), cred)
 		}
 	}
 	return nil
+}
+
+// refuseDir is chownTaskDir's error for the directory path.
+func refuseDir(err error, path string, cred *syscall.Credential) error {
+	if errors.Is(err, allocdir.ErrUnsafe) {
+		return fmt.Errorf("%w: not giving %s to the task's user (uid %d), it may be a link to a host file: %w; remove it or run the allocation afresh",
+			driver.ErrInvalidConfig, path, cred.Uid, err)
+	}
+	return fmt.Errorf("give task directory %s to uid %d: %w", path, cred.Uid, err)
 }
 
 // SignalTask sends signal to the task's process group. It returns
