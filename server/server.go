@@ -176,6 +176,14 @@ type Config struct {
 	// (raft_stream.go). Nil means plain TCP from known server addresses
 	// only, with a start-up warning (dev mode: no check, loopback only).
 	RaftTLS *RaftTLS
+	// AllowUnauthenticatedGossip, when true, lets a server with gossip but
+	// neither EncryptKey nor RaftTLS join other servers (BootstrapExpect >
+	// 1, RetryJoin, Join) and lets its leader add gossip members as Raft
+	// voters: anyone who reaches the gossip port then becomes a voter and
+	// gets a copy of the whole Raft log (ACL secrets included). It is for
+	// trusted lab networks only and is warned about at every start. False
+	// (the default) refuses such a config with ErrUnauthenticatedGossip.
+	AllowUnauthenticatedGossip bool
 }
 
 // Server is one GPUlayer server. Create it with NewServer and stop it with
