@@ -248,7 +248,10 @@ type Server struct {
 // single-server Raft cluster when the directory holds no Raft state, and
 // starts the leader loop and the scheduler workers. It returns without
 // waiting for leadership (see WaitForLeader). It returns an error wrapping
-// structs.ErrInvalid for a bad config.
+// structs.ErrInvalid for a bad config, also wrapping
+// ErrUnauthenticatedGossip for a server that would join others
+// (BootstrapExpect > 1 or RetryJoin) over gossip with neither EncryptKey
+// nor RaftTLS.
 func NewServer(cfg *Config) (*Server, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("server: %w: nil config", structs.ErrInvalid)
