@@ -113,6 +113,7 @@ func (a *Agent) start() error {
 			scfg.SerfBindAddr = cfg.SerfAddr()
 			scfg.RetryJoin = cfg.RetryJoinAddrs()
 			scfg.EncryptKey = cfg.GossipKey()
+			scfg.AllowUnauthenticatedGossip = cfg.Server.AllowUnauthenticatedGossip
 		}
 		scfg.RaftTLS = a.raftTLS(tb)
 		srv, err := server.NewServer(scfg)

@@ -36,7 +36,8 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 func BenchmarkClusterApply(b *testing.B) {
 	c := startCluster(b, 3, 0, 0)
 	leader := c.waitStable(60 * time.Second)
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
+	// ACLs are on: the requests carry the cluster's management token.
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: tokenTransport{c: c, base: &http.Transport{MaxIdleConnsPerHost: 128}}}
 	for _, tc := range []struct{ writers, each int }{{1, 300}, {64, 30}} {
 		b.Run(fmt.Sprintf("writers=%d", tc.writers), func(b *testing.B) {
 			lat := make([]time.Duration, 0, tc.writers*tc.each)
@@ -84,7 +85,7 @@ func BenchmarkClusterApply(b *testing.B) {
 // server is restarted and the cluster allowed to settle between rounds.
 func BenchmarkClusterFailover(b *testing.B) {
 	c := startCluster(b, 3, 0, 0)
-	hc := &http.Client{Timeout: 2 * time.Second}
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: tokenTransport{c: c}}
 	var took []time.Duration
 	for round := 0; round < 5; round++ {
 		leader := c.waitStable(60 * time.Second)

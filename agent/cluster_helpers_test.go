@@ -305,13 +305,22 @@ func startCluster(t testing.TB, nServers, nClients, gpusPerClient int) *testClus
 	return c
 }
 
+// clusterGossipKey is the gossip key (base64 of 32 bytes) every
+// startCluster server shares: a served server refuses to join others over
+// unencrypted gossip without tls.rpc.
+const clusterGossipKey = "Z3B1bGF5ZXItdGVzdC1jbHVzdGVyLWdvc3NpcC1rZXk="
+
 // clusterAgentConfig writes the agent config file every agent of a
 // startCluster cluster loads (role is "server" or "client") to path and
 // returns the -config flag naming it. It is the one place for settings
-// all cluster test agents share (an acl block, a bootstrap token, TLS).
+// all cluster test agents share (the servers' gossip key, an acl block, a
+// bootstrap token, TLS).
 func clusterAgentConfig(t testing.TB, path, role string) string {
 	t.Helper()
 	hcl := "# gpulayer test cluster agent (" + role + ")\n"
+	if role == "server" {
+		hcl += "server {\n  encrypt = \"" + clusterGossipKey + "\"\n}\n"
+	}
 	if err := os.WriteFile(path, []byte(hcl), 0o600); err != nil {
 		t.Fatalf("write agent config: %v", err)
 	}

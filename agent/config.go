@@ -101,6 +101,14 @@ type ServerConfig struct {
 	// prints. Every server must use the same key. Empty means no
 	// encryption.
 	Encrypt string `hcl:"encrypt,optional"`
+	// AllowUnauthenticatedGossip lets a server whose gossip has neither a
+	// key (encrypt) nor Raft over TLS (tls { rpc = true }) join other
+	// servers and add gossip members as Raft voters. Anyone who reaches
+	// the gossip port then becomes a voter with a copy of every secret;
+	// for trusted lab networks only, warned about at every start. False
+	// (the default) refuses bootstrap_expect > 1, retry_join and
+	// PUT /v1/agent/join without a key or tls.rpc.
+	AllowUnauthenticatedGossip bool `hcl:"allow_unauthenticated_gossip,optional"`
 	// The garbage collector's settings (config_gc.go), durations such as
 	// "4h" named as in Nomad. Empty means the server's default (see
 	// server.GCConfig).
@@ -288,6 +296,7 @@ func (c *Config) Merge(o *Config) {
 		if s.Encrypt != "" {
 			c.Server.Encrypt = s.Encrypt
 		}
+		c.Server.AllowUnauthenticatedGossip = c.Server.AllowUnauthenticatedGossip || s.AllowUnauthenticatedGossip
 		c.Server.mergeGC(s)
 	}
 	c.mergeACL(o.ACL)

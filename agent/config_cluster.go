@@ -28,6 +28,7 @@ func (c *Config) validateCluster() []string {
 			p = append(p, fmt.Sprintf("server.retry_join[%d]: %v", i, err))
 		}
 	}
+	p = append(p, c.validateGossipAuth()...)
 	if c.DevMode && c.Server.BootstrapExpect > 1 {
 		p = append(p, fmt.Sprintf("server.bootstrap_expect: dev mode runs one server, got %d", c.Server.BootstrapExpect))
 	}
@@ -38,6 +39,31 @@ func (c *Config) validateCluster() []string {
 		if _, err := client.ParseServerAddr(s); err != nil {
 			p = append(p, fmt.Sprintf("client.servers[%d]: %v", i, err))
 		}
+	}
+	return p
+}
+
+// gossipKeyHelp says how to authenticate gossip; validateGossipAuth ends
+// its messages with it.
+const gossipKeyHelp = "gossip is neither encrypted nor backed by raft TLS, so anyone who reaches the gossip port could join and become a raft voter; " +
+	"make a key with `gpulayer operator gossip keyring generate` and set server { encrypt = \"<key>\" } (or -encrypt=<key>) on every server, " +
+	"or set tls { rpc = true }; on a trusted lab network only, server { allow_unauthenticated_gossip = true } opts out"
+
+// validateGossipAuth refuses a served server that would join other
+// servers (bootstrap_expect > 1 or retry_join) when its gossip is neither
+// encrypted (server.encrypt) nor backed by Raft over TLS (tls.rpc), unless
+// server.allow_unauthenticated_gossip opts out. -dev runs one server
+// without gossip and is not checked.
+func (c *Config) validateGossipAuth() []string {
+	if !c.Server.Enabled || c.DevMode || c.Server.Encrypt != "" || c.Server.AllowUnauthenticatedGossip || (c.TLS != nil && c.TLS.RPC) {
+		return nil
+	}
+	var p []string
+	if c.Server.BootstrapExpect > 1 {
+		p = append(p, fmt.Sprintf("server.bootstrap_expect: %d servers: %s", c.Server.BootstrapExpect, gossipKeyHelp))
+	}
+	if len(c.Server.RetryJoin) > 0 {
+		p = append(p, "server.retry_join: "+gossipKeyHelp)
 	}
 	return p
 }

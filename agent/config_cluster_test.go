@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/gpulayer/gpulayer/agent/tlsutil"
 )
 
 func TestParseConfigCluster(t *testing.T) {
@@ -123,4 +125,61 @@ func FuzzNormalizeJoinAddr(f *testing.F) {
 			t.Fatalf("%q normalized to %q without a port", s, out)
 		}
 	})
+}
+
+// TestExploitRogueGossipVoterConfig: a served agent that would join other
+// servers (bootstrap_expect > 1 or retry_join) over gossip with neither a
+// key nor tls.rpc let anyone who reached its gossip port become a Raft
+// voter; such a config now fails validation with an error that says how to
+// make a key. A key, tls.rpc or the loud opt-out pass; -dev and a single
+// server are not affected.
+func TestExploitRogueGossipVoterConfig(t *testing.T) {
+	key := base64.StdEncoding.EncodeToString(make([]byte, 32))
+	for _, tc := range []struct {
+		name, src string
+		want      string // "" means valid
+	}{
+		{"three servers, no key", "server {\n  enabled = true\n  bootstrap_expect = 3\n}\n", "server.bootstrap_expect: 3 servers"},
+		{"retry_join, no key", "server {\n  enabled = true\n  retry_join = [\"10.0.0.2\"]\n}\n", "server.retry_join: gossip is neither encrypted"},
+		{"three servers with a key", "server {\n  enabled = true\n  bootstrap_expect = 3\n  encrypt = \"" + key + "\"\n}\n", ""},
+		{"three servers, loud opt-out", "server {\n  enabled = true\n  bootstrap_expect = 3\n  allow_unauthenticated_gossip = true\n}\n", ""},
+		{"single server", "server {\n  enabled = true\n}\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fileCfg, err := ParseConfig("agent.hcl", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := DefaultConfig()
+			c.Merge(fileCfg)
+			err = c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("valid config refused: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("got %v, want ErrConfig", err)
+			}
+			for _, w := range []string{tc.want, "gpulayer operator gossip keyring generate", "server { encrypt", "tls { rpc = true }", "allow_unauthenticated_gossip"} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+		})
+	}
+	// tls.rpc authenticates servers without a gossip key.
+	c := DefaultConfig()
+	c.Server.Enabled, c.Server.BootstrapExpect = true, 3
+	c.TLS = &tlsutil.Config{RPC: true}
+	if p := c.validateGossipAuth(); len(p) != 0 {
+		t.Errorf("tls.rpc without a key refused: %v", p)
+	}
+	// -dev is one server without gossip.
+	c = DefaultConfig()
+	c.DevMode, c.Server.Enabled, c.Server.RetryJoin = true, true, []string{"10.0.0.2"}
+	if p := c.validateGossipAuth(); len(p) != 0 {
+		t.Errorf("dev mode refused: %v", p)
+	}
 }

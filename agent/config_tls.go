@@ -83,8 +83,14 @@ func (c *Config) loadTLS() (*tlsutil.Bundle, error) {
 func (a *Agent) wrapTLS(ln net.Listener, tb *tlsutil.Bundle) net.Listener {
 	cfg := a.config
 	if cfg.Server.Enabled && !cfg.DevMode && cfg.Server.Encrypt == "" {
-		a.logger.Warn("gossip is not encrypted: anyone who reaches the gossip port can join as a server member; " +
-			"set server { encrypt = \"...\" } (gpulayer operator gossip keyring generate) and tls { rpc = true } (see website/docs/tls.md)")
+		if cfg.Server.AllowUnauthenticatedGossip && (tb == nil || !tb.Config().RPC) {
+			a.logger.Warn("server.allow_unauthenticated_gossip = true: anyone who reaches the gossip port can join and become a raft voter " +
+				"with every secret in the raft log; trusted lab networks only; set server { encrypt = \"...\" } (gpulayer operator gossip keyring generate)")
+		} else {
+			a.logger.Warn("gossip is not encrypted: anyone who reaches the gossip port can join as a member (without tls.rpc this server " +
+				"therefore joins no other server and adds no gossip member to raft); " +
+				"set server { encrypt = \"...\" } (gpulayer operator gossip keyring generate) and tls { rpc = true } (see website/docs/tls.md)")
+		}
 	}
 	if tb == nil {
 		return ln

@@ -52,6 +52,7 @@ func TestAgentClusterFlagsBadInput(t *testing.T) {
 		{[]string{"-client", "-servers=10.0.0.1"}, "client.servers[0]"},
 		{[]string{"-server", "-encrypt=short"}, "server.encrypt"},
 		{[]string{"-server", "-retry-join=http://x"}, "server.retry_join[0]"},
+		{[]string{"-server", "-bootstrap-expect=3"}, "gpulayer operator gossip keyring generate"},
 		{[]string{"-server", "-http-bind=everywhere"}, "addresses.http"},
 		{[]string{"-server", "-serf-port=x"}, "invalid value"},
 	} {

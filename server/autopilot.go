@@ -28,7 +28,10 @@ func (s *Server) reconcileLoop(ctx context.Context) {
 // Nomad's leader reconcile and Consul's autopilot dead-server cleanup do:
 //
 //   - an alive server of this datacenter that is not a voter (or whose Raft
-//     address changed) is added with AddVoter;
+//     address changed) is added with AddVoter, once its Raft address is
+//     proven (verifyRaftPeer) and only when gossip is encrypted or Raft
+//     runs over TLS (or AllowUnauthenticatedGossip is set): otherwise a
+//     gossip member's claim to be a server proves nothing;
 //   - a server that left gracefully is removed;
 //   - a server that has failed, or that is in Raft but unknown to gossip,
 //     for longer than DeadServerCleanupThreshold is removed, one at a time,
@@ -66,6 +69,12 @@ func (s *Server) reconcileMembers() {
 		switch mem.Status {
 		case MemberAlive:
 			if mem.RaftAddr == "" || (ok && srv.Suffrage == raft.Voter && string(srv.Address) == mem.RaftAddr) {
+				continue
+			}
+			if id != self && !s.config.gossipVotersAllowed() {
+				// Unauthenticated gossip: the member's claim to be a
+				// server proves nothing.
+				m.warnUnverified(mem.Name, "not adding server to raft", ErrUnauthenticatedGossip)
 				continue
 			}
 			if err := s.verifyRaftPeer(mem.RaftAddr); err != nil {

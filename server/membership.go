@@ -85,6 +85,30 @@ type memberMeta struct {
 // ErrNoGossip is returned by Join on a server started without SerfBindAddr.
 var ErrNoGossip = errors.New("gossip is not enabled on this server (no serf bind address)")
 
+// ErrUnauthenticatedGossip is wrapped (with structs.ErrInvalid) by
+// NewServer and Join when a server would join other servers over gossip
+// that is neither encrypted (EncryptKey) nor backed by Raft over TLS
+// (RaftTLS): anyone who reaches the gossip port could then join and be
+// added as a Raft voter. Config.AllowUnauthenticatedGossip opts out.
+var ErrUnauthenticatedGossip = errors.New("gossip is neither encrypted nor authenticated by raft TLS: anyone who reaches the gossip port could become a raft voter; " +
+	"set server { encrypt = \"<key>\" } (make a key with `gpulayer operator gossip keyring generate`, the same on every server) " +
+	"or tls { rpc = true }, or, on a trusted lab network only, server { allow_unauthenticated_gossip = true }")
+
+// gossipAuthenticated reports whether a gossip member can be trusted
+// enough to become a Raft voter: gossip is encrypted with the cluster's
+// key, or Raft runs over TLS so verifyRaftPeer proves a member's server
+// certificate before it is added.
+func (c *Config) gossipAuthenticated() bool {
+	return len(c.EncryptKey) > 0 || c.RaftTLS != nil
+}
+
+// gossipVotersAllowed reports whether gossip members may be counted for
+// bootstrap and added as Raft voters: gossip is authenticated, or the
+// operator opted out with AllowUnauthenticatedGossip.
+func (c *Config) gossipVotersAllowed() bool {
+	return c.gossipAuthenticated() || c.AllowUnauthenticatedGossip
+}
+
 // checkCluster validates the membership part of the config.
 func (c *Config) checkCluster() error {
 	if c.BootstrapExpect < 0 {
@@ -100,6 +124,14 @@ func (c *Config) checkCluster() error {
 	}
 	if len(c.EncryptKey) > 0 && c.SerfBindAddr == "" {
 		return fmt.Errorf("server: %w: encrypt key given without a serf bind address", structs.ErrInvalid)
+	}
+	if c.SerfBindAddr != "" && !c.gossipVotersAllowed() {
+		switch {
+		case c.BootstrapExpect > 1:
+			return fmt.Errorf("server: %w: bootstrap_expect %d: %w", structs.ErrInvalid, c.BootstrapExpect, ErrUnauthenticatedGossip)
+		case len(c.RetryJoin) > 0:
+			return fmt.Errorf("server: %w: retry_join %v: %w", structs.ErrInvalid, c.RetryJoin, ErrUnauthenticatedGossip)
+		}
 	}
 	for _, a := range []struct{ name, v string }{{"serf bind address", c.SerfBindAddr}, {"serf advertise address", c.SerfAdvertiseAddr}} {
 		if a.v == "" {
@@ -184,7 +216,8 @@ func (m *membership) verified(mem Member) error {
 }
 
 // warnUnverified logs, at most every unverifiedWarnInterval per member,
-// that a gossip member failed the Raft TLS probe.
+// that a gossip member failed the Raft TLS probe, or (err wrapping
+// ErrUnauthenticatedGossip) that gossip is not authenticated.
 func (m *membership) warnUnverified(name, what string, err error) {
 	m.mu.Lock()
 	last, seen := m.warned[name]
@@ -195,6 +228,10 @@ func (m *membership) warnUnverified(name, what string, err error) {
 	}
 	m.warned[name] = now
 	m.mu.Unlock()
+	if errors.Is(err, ErrUnauthenticatedGossip) {
+		m.logger.Warn(what+": gossip is not authenticated, so its claim to be a server proves nothing", "server", name, "error", err)
+		return
+	}
 	m.logger.Warn(what+": its raft address did not answer or did not prove a server certificate (a client certificate, another CA, or no TLS)", "server", name, "error", err)
 }
 
@@ -243,6 +280,16 @@ func (s *Server) setupMembership(ctx context.Context) error {
 	s.fenceMembers.Store(m)
 	// Read the local node before run can update it (UpdateNode).
 	m.logger.Info("gossip started", "addr", ml.LocalNode().Address(), "encrypted", len(cfg.EncryptKey) > 0)
+	if !cfg.gossipAuthenticated() {
+		if cfg.AllowUnauthenticatedGossip {
+			m.logger.Warn("UNAUTHENTICATED GOSSIP (allow_unauthenticated_gossip = true): anyone who reaches the gossip port " +
+				"can join and be added as a raft voter with a copy of every secret in the raft log; use this on a trusted lab network only " +
+				"and set server { encrypt } (gpulayer operator gossip keyring generate) or tls { rpc = true } everywhere else")
+		} else {
+			m.logger.Warn("gossip is neither encrypted nor authenticated by raft TLS: this server joins no other server and adds no gossip member to raft; " +
+				"set server { encrypt } (gpulayer operator gossip keyring generate) or tls { rpc = true } to run a multi-server cluster")
+		}
+	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -321,6 +368,10 @@ func (m *membership) maybeBootstrap() {
 	for _, mem := range servers {
 		if mem.Name == s.config.NodeName {
 			continue
+		}
+		if !s.config.gossipVotersAllowed() {
+			m.warnUnverified(mem.Name, "not bootstrapping with server", ErrUnauthenticatedGossip)
+			return
 		}
 		if err := m.verified(mem); err != nil {
 			m.warnUnverified(mem.Name, "not bootstrapping with server", err)
@@ -493,14 +544,19 @@ func (s *Server) Members() []Member {
 // "host:port"; the port defaults to this server's gossip port) and returns
 // how many it reached. It returns an error wrapping ErrNoGossip and
 // structs.ErrInvalid without gossip, one wrapping structs.ErrInvalid for
-// an empty list, and
-// memberlist's error when none could be reached.
+// an empty list, one wrapping ErrUnauthenticatedGossip and
+// structs.ErrInvalid when gossip is neither encrypted nor backed by Raft
+// TLS (and AllowUnauthenticatedGossip is off), and memberlist's error when
+// none could be reached.
 func (s *Server) Join(addrs []string) (int, error) {
 	if s.members == nil {
 		return 0, fmt.Errorf("join: %w: %w", structs.ErrInvalid, ErrNoGossip)
 	}
 	if len(addrs) == 0 {
 		return 0, fmt.Errorf("join: %w: no addresses", structs.ErrInvalid)
+	}
+	if !s.config.gossipVotersAllowed() {
+		return 0, fmt.Errorf("join: %w: %w", structs.ErrInvalid, ErrUnauthenticatedGossip)
 	}
 	n, err := s.members.ml.Join(addrs)
 	if err != nil && n == 0 {

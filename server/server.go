@@ -176,6 +176,14 @@ type Config struct {
 	// (raft_stream.go). Nil means plain TCP from known server addresses
 	// only, with a start-up warning (dev mode: no check, loopback only).
 	RaftTLS *RaftTLS
+	// AllowUnauthenticatedGossip, when true, lets a server with gossip but
+	// neither EncryptKey nor RaftTLS join other servers (BootstrapExpect >
+	// 1, RetryJoin, Join) and lets its leader add gossip members as Raft
+	// voters: anyone who reaches the gossip port then becomes a voter and
+	// gets a copy of the whole Raft log (ACL secrets included). It is for
+	// trusted lab networks only and is warned about at every start. False
+	// (the default) refuses such a config with ErrUnauthenticatedGossip.
+	AllowUnauthenticatedGossip bool
 }
 
 // Server is one GPUlayer server. Create it with NewServer and stop it with
@@ -240,7 +248,10 @@ type Server struct {
 // single-server Raft cluster when the directory holds no Raft state, and
 // starts the leader loop and the scheduler workers. It returns without
 // waiting for leadership (see WaitForLeader). It returns an error wrapping
-// structs.ErrInvalid for a bad config.
+// structs.ErrInvalid for a bad config, also wrapping
+// ErrUnauthenticatedGossip for a server that would join others
+// (BootstrapExpect > 1 or RetryJoin) over gossip with neither EncryptKey
+// nor RaftTLS.
 func NewServer(cfg *Config) (*Server, error) {
 	if cfg == nil {
 		return nil, fmt.Errorf("server: %w: nil config", structs.ErrInvalid)
