@@ -93,7 +93,7 @@ func (c *Cluster) start(i int, peers []raft.Server) error {
 		DataDir:        nd.dataDir,
 		NodeName:       nd.name,
 		NumSchedulers:  2,
-		Transport:      trans,
+		Transport:      &cuttable{InmemTransport: trans, c: c, nd: nd},
 		Logger:         hclog.NewNullLogger(),
 		BootstrapPeers: peers,
 		RaftTuning:     ClusterRaftTuning,
