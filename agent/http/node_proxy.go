@@ -56,7 +56,9 @@ func (h *handler) nodeProxyHeader(r *http.Request, nodeID string) (http.Header, 
 	if err != nil {
 		return nil, fmt.Errorf("node %q: %w", nodeID, err)
 	}
-	out.Set(structs.HeaderNodeSecret, secret)
+	if secret != "" {
+		out.Set(structs.HeaderNodeSecret, secret)
+	}
 	return out, nil
 }
 
