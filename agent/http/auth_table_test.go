@@ -19,15 +19,15 @@ import (
 // agent's API over it and a client-only agent's API that resolves tokens
 // through it.
 type aclFixture struct {
-	srv        *server.Server
-	serverAPI  *handler
-	serverURL  string
-	clientAPI  *handler
-	mgmt       *structs.ACLToken
-	readTok    *structs.ACLToken
-	writeTok   *structs.ACLToken
-	nodeA      *structs.Node // registered; its secret is nodeA.SecretID
-	nodeB      *structs.Node
+	srv       *server.Server
+	serverAPI *handler
+	serverURL string
+	clientAPI *handler
+	mgmt      *structs.ACLToken
+	readTok   *structs.ACLToken
+	writeTok  *structs.ACLToken
+	nodeA     *structs.Node // registered; its secret is nodeA.SecretID
+	nodeB     *structs.Node
 	// clientNode is the client-only agent's node: nodeA, with the
 	// secret its client currently holds.
 	clientNode *structs.Node
