@@ -75,7 +75,9 @@ func (c *NodeSecretRotateCommand) Run(args []string) int {
 		if node.HTTPAddr == "" {
 			return c.Meta.errorf("Node %s has no HTTP address to reach its agent", id)
 		}
-		if target, err = api.NewClient(&api.Config{Address: node.HTTPAddr, Token: c.Meta.token}); err != nil {
+		// The node's agent gets the node's secret only, never the
+		// operator's token: HTTPAddr is whatever the node registered.
+		if target, err = api.NewClient(&api.Config{Address: node.HTTPAddr}); err != nil {
 			return c.Meta.errorf("Error initializing client for node %s at %s: %v", id, node.HTTPAddr, err)
 		}
 	}
