@@ -21,8 +21,9 @@ import (
 // TestNodeIdentityWithACLs runs a served server agent and a client-only
 // agent with ACLs on: the client registers with a node-write token from
 // its acl block, its own routes resolve tokens through the server, its
-// node secret rotates through its own agent (the old secret is refused
-// after) and the client keeps running jobs with the new one.
+// node secret rotates through its own agent for the holder of the current
+// secret only (the old secret is refused after) and the client keeps
+// running jobs with the new one.
 func TestNodeIdentityWithACLs(t *testing.T) {
 	on := true
 	scfg := agent.DefaultConfig()
@@ -73,7 +74,17 @@ func TestNodeIdentityWithACLs(t *testing.T) {
 	if code, body := req(t, http.MethodPut, clURL+"/v1/client/node/secret/rotate", reader, struct{}{}); code != http.StatusForbidden {
 		t.Fatalf("rotate with node read: %d %s", code, body)
 	}
-	code, body := req(t, http.MethodPut, clURL+"/v1/client/node/secret/rotate", joinToken, struct{}{})
+	// Hostile finding 10: a node-write (or management) token alone does
+	// not rotate a client agent's secret; the node's current secret does.
+	for who, tok := range map[string]string{"node-write": joinToken, "management": mgmt} {
+		if code, body := req(t, http.MethodPut, clURL+"/v1/client/node/secret/rotate", tok, struct{}{}); code != http.StatusForbidden {
+			t.Fatalf("rotate with a %s token: %d %s, want 403", who, code, body)
+		}
+	}
+	if fresh := readSecret(); fresh != old {
+		t.Fatal("a refused rotation changed the node secret")
+	}
+	code, body := reqNodeSecret(t, http.MethodPut, clURL+"/v1/client/node/secret/rotate", old, struct{}{})
 	if code != http.StatusOK || !strings.Contains(body, nodeID) || strings.Contains(body, old) {
 		t.Fatalf("rotate: %d %s", code, body)
 	}
@@ -153,7 +164,12 @@ func TestSecretsNeverLogged(t *testing.T) {
 	tok := s.token(t, mgmt, "w", `node { policy = "write" }`)
 	req(t, http.MethodGet, s.url+"/v1/nodes", tok, nil)
 	req(t, http.MethodPut, s.url+"/v1/jobs", "wrong-"+tok, map[string]string{})
+	before, err := os.ReadFile(filepath.Join(cfg.DataDir, "client", "node-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	req(t, http.MethodPut, s.url+"/v1/client/node/secret/rotate", tok, struct{}{})
+	reqNodeSecret(t, http.MethodPut, s.url+"/v1/client/node/secret/rotate", strings.TrimSpace(string(before)), struct{}{})
 	b, err := os.ReadFile(filepath.Join(cfg.DataDir, "client", "node-secret"))
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +178,7 @@ func TestSecretsNeverLogged(t *testing.T) {
 	if !strings.Contains(logs, "node secret rotated") {
 		t.Fatalf("the log is not the agent's (no rotation line):\n%.2000s", logs)
 	}
-	for name, secret := range map[string]string{"management": mgmt, "client token": tok, "node secret": strings.TrimSpace(string(b))} {
+	for name, secret := range map[string]string{"management": mgmt, "client token": tok, "node secret": strings.TrimSpace(string(b)), "old node secret": strings.TrimSpace(string(before))} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("the %s appears in the log", name)
 		}

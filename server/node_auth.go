@@ -26,3 +26,20 @@ func (s *Server) AuthorizeNode(nodeID, secret string) error {
 	}
 	return nil
 }
+
+// NodeSecret returns the SecretID this server's state holds for nodeID, so
+// an agent proxying a user's request to that node's agent (logs, exec,
+// signal, restart, telemetry) authenticates to it as the cluster and never
+// with the user's token. A node registered by a node-write holder only
+// ever receives its own secret this way. Errors wrap structs.ErrNotFound
+// for an unknown node.
+func (s *Server) NodeSecret(nodeID string) (string, error) {
+	node, err := s.fsm.State().NodeByID(nil, nodeID)
+	if err != nil {
+		return "", fmt.Errorf("node %s: %w", nodeID, err)
+	}
+	if node == nil || node.SecretID == "" {
+		return "", fmt.Errorf("node %s: %w", nodeID, structs.ErrNotFound)
+	}
+	return node.SecretID, nil
+}

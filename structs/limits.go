@@ -327,6 +327,9 @@ func (n *Node) ValidateNodeFields() error {
 	if n.NodeClass != "" && !validName.MatchString(n.NodeClass) {
 		p = append(p, fmt.Sprintf("NodeClass: must be 1-128 letters, digits, '.', '_' or '-', got %q", clip(n.NodeClass)))
 	}
+	if err := ValidateNodeHTTPAddr(n.HTTPAddr); err != nil {
+		p = append(p, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+	}
 	p = append(p, mapProblems("Attributes", n.Attributes)...)
 	p = append(p, mapProblems("Meta", n.Meta)...)
 	if len(p) == 0 {

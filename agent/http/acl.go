@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -293,14 +294,20 @@ type nodeSecretRotator interface {
 // clientSecretRoutes registers PUT /v1/client/node/secret/rotate on agents
 // whose client can rotate its node secret: the client asks its servers for
 // a new secret with its current one and keeps working with the new one
-// (`gpulayer node secret rotate` calls it). The answer names the node,
-// never the secret.
+// (`gpulayer node secret rotate` calls it). The caller must hold the
+// node's current secret (X-Gpulayer-Node-Secret, read from the agent's
+// data dir), with ACLs on or off: a token, even a management one, is not
+// enough, so no ACL holder can take a node's identity over. The answer
+// names the node, never the secret.
 func (h *handler) clientSecretRoutes() {
 	rot, ok := h.client.(nodeSecretRotator)
 	if !ok {
 		return
 	}
 	h.handle("PUT /v1/client/node/secret/rotate", func(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+		if !h.localNodeSecretOK(r.Header.Get(structs.HeaderNodeSecret)) {
+			return nil, fmt.Errorf("%w: the node's current secret is required in the %s header", errPermissionDenied, structs.HeaderNodeSecret)
+		}
 		if err := rot.RotateNodeSecret(r.Context()); err != nil {
 			return nil, err
 		}

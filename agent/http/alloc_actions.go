@@ -140,7 +140,7 @@ func (h *handler) onAllocNode(fn func(w http.ResponseWriter, r *http.Request, ac
 				return
 			}
 		}
-		if r.Header.Get(headerForwarded) != "" {
+		if proxied(r) {
 			h.writeError(w, r, fmt.Errorf("allocation %q does not run on this agent's node: %w", alloc.ID, structs.ErrNotFound))
 			return
 		}
@@ -158,10 +158,23 @@ func (h *handler) onAllocNode(fn func(w http.ResponseWriter, r *http.Request, ac
 			h.writeError(w, r, fmt.Errorf("node %q HTTP address %q: %w", node.ID, node.HTTPAddr, err))
 			return
 		}
-		rp := httputil.NewSingleHostReverseProxy(target)
-		rp.FlushInterval = -1
-		rp.Transport = h.peers.nodeAction
-		r.Header.Set(headerForwarded, "1")
+		// The caller's right was checked here; the node's agent gets the
+		// node's secret and the allow-listed headers, never the caller's
+		// token or cookies (node_proxy.go).
+		hdr, err := h.nodeProxyHeader(r, node.ID)
+		if err != nil {
+			h.writeError(w, r, err)
+			return
+		}
+		rp := &httputil.ReverseProxy{
+			Rewrite: func(pr *httputil.ProxyRequest) {
+				pr.SetURL(target)
+				pr.Out.Host = target.Host
+				pr.Out.Header = hdr.Clone()
+			},
+			FlushInterval: -1,
+			Transport:     h.peers.nodeAction,
+		}
 		if !strings.HasSuffix(r.URL.Path, "/exec") {
 			// A small action body is sent whole, with its length, so the
 			// node agent can never answer while it is still arriving.

@@ -65,6 +65,9 @@ const (
 	// accessUI needs read-job in the "default" namespace; the token may
 	// come from the UI cookie.
 	accessUI
+	// accessLocalNodeSecret needs the current node secret of this
+	// agent's own client (X-Gpulayer-Node-Secret); no token will do.
+	accessLocalNodeSecret
 )
 
 // nsSource says where a namespace route finds its namespace.
@@ -82,10 +85,20 @@ type routeRule struct {
 	access access
 	cap    string // accessNamespace: the capability needed
 	ns     nsSource
+	// nodeProxied routes are the ones a server proxies to a node's agent
+	// (node_proxy.go): that agent also accepts its own current node
+	// secret on them, in place of a user token.
+	nodeProxied bool
 }
 
 func nsRule(c string, src nsSource) routeRule {
 	return routeRule{access: accessNamespace, cap: c, ns: src}
+}
+
+// proxiedRule marks rule as a route servers proxy to node agents.
+func proxiedRule(rule routeRule) routeRule {
+	rule.nodeProxied = true
+	return rule
 }
 
 // routeACL is the policy of every route: mux pattern to what the caller
@@ -114,25 +127,27 @@ var routeACL = map[string]routeRule{
 	"GET /v1/allocations":              nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
 	"GET /v1/allocation/{id}":          nsRule(structs.NamespaceCapabilityReadJob, nsAlloc),
 	"POST /v1/allocation/{id}/stop":    nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc),
-	"POST /v1/allocation/{id}/signal":  nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc),
-	"POST /v1/allocation/{id}/restart": nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc),
-	"POST /v1/allocation/{id}/exec":    nsRule(structs.NamespaceCapabilityAllocExec, nsAlloc),
-	"GET /v1/client/fs/logs/{alloc}":   nsRule(structs.NamespaceCapabilityReadLogs, nsAlloc),
+	"POST /v1/allocation/{id}/signal":  proxiedRule(nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc)),
+	"POST /v1/allocation/{id}/restart": proxiedRule(nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc)),
+	"POST /v1/allocation/{id}/exec":    proxiedRule(nsRule(structs.NamespaceCapabilityAllocExec, nsAlloc)),
+	"GET /v1/client/fs/logs/{alloc}":   proxiedRule(nsRule(structs.NamespaceCapabilityReadLogs, nsAlloc)),
 	"GET /v1/evaluation/{id}":          nsRule(structs.NamespaceCapabilityReadJob, nsEval),
 
 	"GET /v1/nodes":                  {access: accessNodeRead},
 	"GET /v1/node/{id}":              {access: accessNodeRead},
 	"POST /v1/node/{id}/drain":       {access: accessNodeWrite},
 	"POST /v1/node/{id}/eligibility": {access: accessNodeWrite},
-	"GET /v1/client/stats":           {access: accessNodeRead},
+	"GET /v1/client/stats":           {access: accessNodeRead, nodeProxied: true},
 	// Register needs node:write; an existing node ID also needs that
 	// node's secret in the body (client_routes.go).
-	"PUT /v1/node/register":               {access: accessNodeWrite},
-	"PUT /v1/node/{id}/heartbeat":         {access: accessNodeSelf},
-	"GET /v1/node/{id}/allocations":       {access: accessNodeSelf},
-	"POST /v1/node/{id}/allocations":      {access: accessNodeSelf},
-	"PUT /v1/node/{id}/secret/rotate":     {access: accessNodeSelf},
-	"PUT /v1/client/node/secret/rotate":   {access: accessNodeWrite},
+	"PUT /v1/node/register":           {access: accessNodeWrite},
+	"PUT /v1/node/{id}/heartbeat":     {access: accessNodeSelf},
+	"GET /v1/node/{id}/allocations":   {access: accessNodeSelf},
+	"POST /v1/node/{id}/allocations":  {access: accessNodeSelf},
+	"PUT /v1/node/{id}/secret/rotate": {access: accessNodeSelf},
+	// A client agent rotates its node secret only for a caller that
+	// holds the current one (the node's operator, from its data dir).
+	"PUT /v1/client/node/secret/rotate":   {access: accessLocalNodeSecret},
 	"GET /v1/status/leader":               {access: accessAuthenticated},
 	"GET /v1/status/peers":                {access: accessAuthenticated},
 	"GET /v1/agent/self":                  {access: accessAgentRead},
@@ -249,6 +264,16 @@ func (h *handler) authorize(r *http.Request, pattern string) (*http.Request, err
 		return r, nil
 	case accessNodeSelf:
 		return r, h.authorizeNodeSelf(r)
+	case accessLocalNodeSecret:
+		if !h.localNodeSecretOK(r.Header.Get(structs.HeaderNodeSecret)) {
+			return nil, errPermissionDenied
+		}
+		return r, nil
+	}
+	if rule.nodeProxied {
+		if pr, err := h.authorizeNodeProxied(r); err != nil || pr != nil {
+			return pr, err
+		}
 	}
 	secret := requestToken(r, isUIPage(pattern))
 	acl, tok, err := h.resolver.ResolveToken(secret)

@@ -19,15 +19,18 @@ import (
 // agent's API over it and a client-only agent's API that resolves tokens
 // through it.
 type aclFixture struct {
-	srv        *server.Server
-	serverAPI  *handler
-	serverURL  string
-	clientAPI  *handler
-	mgmt       *structs.ACLToken
-	readTok    *structs.ACLToken
-	writeTok   *structs.ACLToken
-	nodeA      *structs.Node // registered; its secret is nodeA.SecretID
-	nodeB      *structs.Node
+	srv       *server.Server
+	serverAPI *handler
+	serverURL string
+	clientAPI *handler
+	mgmt      *structs.ACLToken
+	readTok   *structs.ACLToken
+	writeTok  *structs.ACLToken
+	nodeA     *structs.Node // registered; its secret is nodeA.SecretID
+	nodeB     *structs.Node
+	// clientNode is the client-only agent's node: nodeA, with the
+	// secret its client currently holds.
+	clientNode *structs.Node
 	jobID      string
 	readPolicy string
 }
@@ -92,7 +95,8 @@ func newACLFixture(t testing.TB) *aclFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := New(Config{Client: &rotatingClient{fakeClient{node: &structs.Node{ID: f.nodeA.ID, Name: "n"}, logs: map[string]string{}}}, ACLEnabled: true, Resolver: res})
+	f.clientNode = &structs.Node{ID: f.nodeA.ID, SecretID: f.nodeA.SecretID, Name: "n"}
+	ch, err := New(Config{Client: &rotatingClient{fakeClient{node: f.clientNode, logs: map[string]string{}}}, ACLEnabled: true, Resolver: res})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +112,19 @@ type principal struct {
 }
 
 // expectAllowed is the policy the table test checks routeACL's
-// enforcement against, written out per access kind and principal so the
-// two are independent.
-func expectAllowed(rule routeRule, who string) bool {
+// enforcement against, written out per access kind, principal and agent
+// ("server" or "client") so the two are independent.
+func expectAllowed(rule routeRule, who, agent string) bool {
 	mgmt := who == "management"
+	// A client agent serves the routes servers proxy to it (logs,
+	// signal, restart, exec, stats) to its own node's secret, which is
+	// how the servers authenticate to it (node_proxy.go).
+	if agent == "client" && who == "node-self" && rule.nodeProxied {
+		return true
+	}
 	switch rule.access {
+	case accessLocalNodeSecret:
+		return agent == "client" && who == "node-self"
 	case accessPublic, accessBootstrap:
 		return true
 	case accessAuthenticated, accessEventStream:
@@ -240,15 +252,17 @@ func TestRouteACLTable(t *testing.T) {
 					p := &ps[i]
 					code, body := do(a.h, method, path, *p)
 					allowed := code != http.StatusForbidden
-					if want := expectAllowed(rule, p.name); allowed != want {
+					if want := expectAllowed(rule, p.name, a.name); allowed != want {
 						t.Errorf("%s agent: %s %s as %s: status %d (%s), want allowed=%v", a.name, method, path, p.name, code, strings.TrimSpace(body), want)
 					}
-					if code == http.StatusOK && strings.HasSuffix(pattern, "/secret/rotate") && p.nodeSecret != "" {
+					if code == http.StatusOK && pattern == "PUT /v1/node/{id}/secret/rotate" && p.nodeSecret != "" {
 						var out NodeSecretRotateResponse
 						if err := json.Unmarshal([]byte(body), &out); err != nil || out.SecretID == "" {
 							t.Fatalf("rotate answer %q: %v", body, err)
 						}
-						p.nodeSecret = out.SecretID
+						// The node's client takes the new secret, as
+						// client.RotateNodeSecret does.
+						p.nodeSecret, f.clientNode.SecretID = out.SecretID, out.SecretID
 					}
 				}
 			}

@@ -31,7 +31,7 @@ func (h *handler) clientStats(w http.ResponseWriter, r *http.Request) (interface
 	if nodeID == "" {
 		return nil, fmt.Errorf("this agent runs no client; name a node with ?node_id=: %w", structs.ErrNotFound)
 	}
-	if r.Header.Get(headerForwarded) != "" || h.srv == nil {
+	if proxied(r) || h.srv == nil {
 		return nil, fmt.Errorf("node %q is not this agent's client: %w", nodeID, structs.ErrNotFound)
 	}
 	node, _, err := h.srv.NodeGet(r.Context(), nodeID, &structs.QueryOptions{AllowStale: true})
@@ -58,9 +58,10 @@ func (h *handler) proxyStats(r *http.Request, node *structs.Node) (*structs.Node
 	if err != nil {
 		return nil, fmt.Errorf("proxy telemetry to node %q: %w", node.ID, err)
 	}
-	req.Header.Set(headerForwarded, "1")
-	if tok := r.Header.Get("X-Gpulayer-Token"); tok != "" {
-		req.Header.Set("X-Gpulayer-Token", tok)
+	// The node's agent gets the node's secret, never the caller's token
+	// (node_proxy.go): the caller's node read right was checked here.
+	if req.Header, err = h.nodeProxyHeader(r, node.ID); err != nil {
+		return nil, err
 	}
 	resp, err := h.peers.node.Do(req)
 	if err != nil {

@@ -165,6 +165,17 @@ func (f *fakeServer) NodeGet(ctx context.Context, id string, q *structs.QueryOpt
 	return n, f.meta, err
 }
 
+// NodeSecret implements nodeSecreter: the stored node's SecretID.
+func (f *fakeServer) NodeSecret(id string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.nodes[id]
+	if !ok {
+		return "", fmt.Errorf("node %q: %w", id, structs.ErrNotFound)
+	}
+	return n.SecretID, nil
+}
+
 func (f *fakeServer) Leader() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

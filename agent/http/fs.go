@@ -117,7 +117,7 @@ func (h *handler) fsLogs(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if r.Header.Get(headerForwarded) != "" {
+	if proxied(r) {
 		h.writeError(w, r, fmt.Errorf("allocation %q does not run on this agent's node: %w", alloc.ID, structs.ErrNotFound))
 		return
 	}
@@ -236,11 +236,11 @@ func (h *handler) proxyLogs(w http.ResponseWriter, r *http.Request, alloc *struc
 		h.writeError(w, r, fmt.Errorf("proxy logs to node %q: %w", node.ID, err))
 		return
 	}
-	req.Header.Set(headerForwarded, "1")
-	// The node's agent checks the caller's token again (read-logs in the
-	// allocation's namespace), whichever header it came in.
-	if tok := requestToken(r, false); tok != "" {
-		req.Header.Set(HeaderNomadToken, tok)
+	// The caller's read-logs right was checked here; the node's agent
+	// gets the node's secret, never the caller's token (node_proxy.go).
+	if req.Header, err = h.nodeProxyHeader(r, node.ID); err != nil {
+		h.writeError(w, r, err)
+		return
 	}
 	h.logger.Debug("proxying logs", "alloc_id", alloc.ID, "node_id", node.ID, "addr", node.HTTPAddr)
 	resp, err := h.peers.node.Do(req)

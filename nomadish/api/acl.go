@@ -1,8 +1,13 @@
 package api
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -163,15 +168,40 @@ func (t *ACLTokens) Delete(accessor string, w *WriteOptions) (*WriteMeta, error)
 	return t.c.write(http.MethodDelete, "/v1/acl/token/"+url.PathEscape(accessor), nil, nil, nil, w)
 }
 
+// HeaderNodeSecret carries a node's secret (the agent's
+// <data_dir>/client/node-secret file).
+const HeaderNodeSecret = "X-Gpulayer-Node-Secret"
+
 // RotateNodeSecret asks the client agent this Client talks to for a new
-// node secret (PUT /v1/client/node/secret/rotate, node write rights): the
-// agent's client obtains it from its servers with its current secret and
-// uses it from then on. It returns the node's ID; the secret is never
-// shown.
-func (n *Nodes) RotateNodeSecret(w *WriteOptions) (string, error) {
-	var out struct{ NodeID string }
-	if _, err := n.c.write(http.MethodPut, "/v1/client/node/secret/rotate", nil, struct{}{}, &out, w); err != nil {
+// node secret (PUT /v1/client/node/secret/rotate): the agent's client
+// obtains it from its servers with its current secret and uses it from
+// then on. nodeSecret is that node's current secret, which the agent
+// requires (no ACL token is enough); it is sent in the
+// X-Gpulayer-Node-Secret header and no ACL token is sent with it. It
+// returns the node's ID; the new secret is never shown.
+func (n *Nodes) RotateNodeSecret(nodeSecret string, w *WriteOptions) (string, error) {
+	if strings.TrimSpace(nodeSecret) == "" {
+		return "", fmt.Errorf("rotate node secret: the node's current secret is required")
+	}
+	var ctx context.Context
+	if w != nil {
+		ctx = w.Context
+	}
+	req, err := n.c.newRequest(ctx, http.MethodPut, "/v1/client/node/secret/rotate", nil, struct{}{})
+	if err != nil {
 		return "", err
+	}
+	req.Header.Del(HeaderNomadToken)
+	req.Header.Del(HeaderToken)
+	req.Header.Set(HeaderNodeSecret, strings.TrimSpace(nodeSecret))
+	resp, err := n.c.do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out struct{ NodeID string }
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
+		return "", fmt.Errorf("decode response of PUT /v1/client/node/secret/rotate: %w", err)
 	}
 	return out.NodeID, nil
 }
