@@ -46,6 +46,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpulayer/gpulayer/server/artifacts"
 	"github.com/gpulayer/gpulayer/server/fsm"
 	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
@@ -197,6 +198,11 @@ type Server struct {
 	blocked    *BlockedEvals
 	planQueue  *PlanQueue
 	heartbeats *heartbeats
+	// artifacts is the blob store under <DataDir>/artifacts
+	// (endpoints_artifacts.go); blobGC carries digests whose metadata an
+	// applied ArtifactDelete removed to blobRemovalLoop (core_gc_artifacts.go).
+	artifacts *artifacts.Store
+	blobGC    chan []string
 	// gcMu runs garbage collections one at a time (core_gc.go).
 	gcMu sync.Mutex
 	// acls caches resolved ACL tokens (acl.go).
@@ -301,7 +307,12 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	s.blocked = NewBlockedEvals(s.broker)
 	s.heartbeats = newHeartbeats()
-	f, err := fsm.New(fsm.Config{Logger: s.logger, OnCapacityFreed: s.blocked.Unblock, OnHalt: s.onFSMHalt})
+	if err := s.openArtifactStore(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.blobGC = make(chan []string, 64)
+	f, err := fsm.New(fsm.Config{Logger: s.logger, OnCapacityFreed: s.blocked.Unblock, OnHalt: s.onFSMHalt, OnArtifactsDeleted: s.queueBlobRemoval})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("server: %w", err)
@@ -328,6 +339,11 @@ func NewServer(cfg *Config) (*Server, error) {
 		defer s.wg.Done()
 		s.monitorLeadership(ctx)
 	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.blobRemovalLoop(ctx)
+	}()
 	for i := 0; i < c.NumSchedulers; i++ {
 		w := newWorker(s, i)
 		s.wg.Add(1)
@@ -350,7 +366,7 @@ func (s *Server) Shutdown() error {
 		s.wg.Wait()
 		s.revokeLeadership()
 		gerr := s.shutdownMembership()
-		s.shutdownErr = errors.Join(gerr, s.shutdownRaft())
+		s.shutdownErr = errors.Join(gerr, s.shutdownRaft(), s.artifacts.Close())
 	})
 	return s.shutdownErr
 }

@@ -54,6 +54,11 @@ type Config struct {
 	// Raft's apply goroutine: it must return quickly (the server stops the
 	// agent from another goroutine).
 	OnHalt func(err error)
+	// OnArtifactsDeleted, when set, is called after an ArtifactDelete
+	// entry removed metadata, with the digests removed. It runs on Raft's
+	// apply goroutine: it must return quickly (the server queues the blob
+	// removals for another goroutine).
+	OnArtifactsDeleted func(digests []string)
 }
 
 // FSM applies Raft log entries to a state store. Its Raft methods (Apply,
@@ -63,6 +68,8 @@ type FSM struct {
 	onCapacityFreed func(index uint64)
 	state           atomic.Pointer[state.StateStore]
 	onHalt          func(err error)
+	// onArtifactsDeleted is Config.OnArtifactsDeleted.
+	onArtifactsDeleted func(digests []string)
 	// halted holds the error that halted the FSM; nil while it runs.
 	halted atomic.Pointer[error]
 	// lastApplied is the Raft index of the last entry Apply finished.
@@ -80,7 +87,7 @@ func New(cfg Config) (*FSM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
 	}
-	f := &FSM{logger: logger.Named("fsm"), onCapacityFreed: cfg.OnCapacityFreed, onHalt: cfg.OnHalt}
+	f := &FSM{logger: logger.Named("fsm"), onCapacityFreed: cfg.OnCapacityFreed, onHalt: cfg.OnHalt, onArtifactsDeleted: cfg.OnArtifactsDeleted}
 	f.state.Store(s)
 	return f, nil
 }
