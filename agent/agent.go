@@ -198,6 +198,7 @@ func (a *Agent) start() error {
 		// drive it (no DNS rebinding, no cross-site requests).
 		LocalOnly:        cfg.DevMode,
 		MaxSnapshotBytes: cfg.HTTPLimits().MaxSnapshotBytes,
+		MaxArtifactBytes: cfg.HTTPLimits().MaxArtifactBytes,
 		ServerTLS:        serverHTTPTLS(tb),
 		NodeTLS:          nodeHTTPTLS(tb),
 		ACLEnabled:       cfg.ACLEnabled(),

@@ -152,3 +152,17 @@ func (s *Server) artifactQuery(ctx context.Context, q *structs.QueryOptions, fn 
 		return out, idx, err
 	})
 }
+
+// ArtifactPeers returns the HTTP addresses of the other live servers
+// known through gossip, where agent/http pushes and pulls blobs; empty
+// without gossip.
+func (s *Server) ArtifactPeers() []string {
+	var out []string
+	for _, m := range s.Members() {
+		if m.Name == s.config.NodeName || m.Status != MemberAlive || m.HTTPAddr == "" {
+			continue
+		}
+		out = append(out, m.HTTPAddr)
+	}
+	return out
+}

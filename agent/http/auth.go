@@ -65,6 +65,13 @@ const (
 	// accessUI needs read-job in the "default" namespace; the token may
 	// come from the UI cookie.
 	accessUI
+	// accessArtifactWrite: submit-job in the upload's namespace, or a node
+	// secret with ?node= (artifacts_auth.go).
+	accessArtifactWrite
+	// accessArtifactRead: a token that grants something, or a node secret
+	// with ?node=; the handler then checks the artifact's own readers
+	// (artifactReadable).
+	accessArtifactRead
 )
 
 // nsSource says where a namespace route finds its namespace.
@@ -147,6 +154,14 @@ var routeACL = map[string]routeRule{
 	"PUT /v1/operator/snapshot":           {access: accessManagement},
 	"PUT /v1/system/gc":                   {access: accessManagement},
 	"POST /v1/system/gc":                  {access: accessManagement},
+
+	// Artifacts (artifacts.go, artifacts_auth.go).
+	"POST /v1/artifacts/missing":            {access: accessArtifactWrite},
+	"PUT /v1/artifact/sha256/{hex}":         {access: accessArtifactWrite},
+	"PUT /v1/artifact/sha256/{hex}/replica": {access: accessArtifactWrite},
+	"GET /v1/artifact/sha256/{hex}":         {access: accessArtifactRead},
+	"GET /v1/artifact/sha256/{hex}/meta":    {access: accessArtifactRead},
+	"GET /v1/artifacts":                     {access: accessArtifactRead},
 
 	"GET /v1/acl/policies":            {access: accessAuthenticated},
 	"GET /v1/acl/policy/{name}":       {access: accessPolicyRead},
@@ -249,6 +264,10 @@ func (h *handler) authorize(r *http.Request, pattern string) (*http.Request, err
 		return r, nil
 	case accessNodeSelf:
 		return r, h.authorizeNodeSelf(r)
+	case accessArtifactWrite, accessArtifactRead:
+		if r.Header.Get(structs.HeaderNodeSecret) != "" {
+			return h.authorizeArtifactNode(r)
+		}
 	}
 	secret := requestToken(r, isUIPage(pattern))
 	acl, tok, err := h.resolver.ResolveToken(secret)
@@ -307,6 +326,10 @@ func (h *handler) allowed(r *http.Request, rule routeRule, acl *structs.ACL, tok
 		return acl.IsManagement() || acl != structs.DenyAllACL
 	case accessUI:
 		return acl.AllowNamespaceOp("default", structs.NamespaceCapabilityReadJob)
+	case accessArtifactWrite:
+		return acl.AllowNamespaceOp(h.artifactWriteNamespace(r), structs.NamespaceCapabilitySubmitJob)
+	case accessArtifactRead:
+		return acl.IsManagement() || acl != structs.DenyAllACL
 	}
 	return false
 }
