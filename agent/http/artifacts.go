@@ -141,7 +141,7 @@ func (h *handler) artifactPut(w http.ResponseWriter, r *http.Request) (interface
 		return nil, err
 	}
 	q := r.URL.Query()
-	meta := &structs.Artifact{Digest: digest, MediaType: q.Get("media_type"), UploadedBy: uploader(r)}
+	meta := &structs.Artifact{Digest: digest, MediaType: q.Get("media_type"), UploadedBy: h.uploader(r)}
 	if meta.MediaType == "" {
 		meta.MediaType = structs.ArtifactMediaFile
 	}

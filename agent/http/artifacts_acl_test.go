@@ -60,6 +60,31 @@ func TestArtifactAccess(t *testing.T) {
 	if code, body, _ := send(t, "GET", ts.URL+"/v1/artifacts", nil, tok(f.readTok.SecretID)); code != 200 || !strings.Contains(string(body), d) {
 		t.Fatalf("list for the job's reader: %d %s", code, body)
 	}
+
+	// A node uploads with its secret and ?node=: it may read its upload,
+	// another node may not; a secret without ?node= or for another node
+	// is refused; an ?alloc= reference must be one of its allocations.
+	out, od := randomBytes(t, 3000)
+	ourl := ts.URL + "/v1/artifact/sha256/" + od
+	nodeHdr := func(n *structs.Node) map[string]string { return map[string]string{structs.HeaderNodeSecret: n.SecretID} }
+	if code, _, _ := send(t, "PUT", ourl, out, nodeHdr(f.nodeA)); code != 403 {
+		t.Fatalf("node upload without ?node=: %d", code)
+	}
+	if code, _, _ := send(t, "PUT", ourl+"?node="+f.nodeA.ID, out, nodeHdr(f.nodeB)); code != 403 {
+		t.Fatalf("node upload with another node's secret: %d", code)
+	}
+	if code, _, _ := send(t, "PUT", ourl+"?node="+f.nodeA.ID+"&alloc="+structs.GenerateUUID(), out, nodeHdr(f.nodeA)); code != 404 {
+		t.Fatalf("node upload referencing an unknown allocation: %d", code)
+	}
+	if code, body, _ := send(t, "PUT", ourl+"?node="+f.nodeA.ID, out, nodeHdr(f.nodeA)); code != 200 || !strings.Contains(string(body), "node:"+f.nodeA.ID) {
+		t.Fatalf("node upload: %d %s", code, body)
+	}
+	if code, got, _ := send(t, "GET", ourl+"?node="+f.nodeA.ID, nil, nodeHdr(f.nodeA)); code != 200 || string(got) != string(out) {
+		t.Fatalf("the uploading node reads its upload: %d", code)
+	}
+	if code, _, _ := send(t, "GET", ourl+"?node="+f.nodeB.ID, nil, nodeHdr(f.nodeB)); code != 403 {
+		t.Fatalf("another node reads it: %d", code)
+	}
 }
 
 // TestExploitArtifactDigestIsNotACapability: a token that may upload but

@@ -62,14 +62,15 @@ func (h *handler) artifactWriteNamespace(r *http.Request) string {
 	return nsOrDefault(r.URL.Query().Get("namespace"))
 }
 
-// uploader names the caller in Artifact.UploadedBy: "node:<id>", the
-// token's accessor, or "" with ACLs off and no node.
-func uploader(r *http.Request) string {
+// uploader names the caller in Artifact.UploadedBy: "node:<id>" for a
+// node (with ACLs off, any request with ?node=), the token's accessor, or
+// "" with ACLs off.
+func (h *handler) uploader(r *http.Request) string {
 	if c := callerFrom(r); c.nodeID != "" {
 		return "node:" + c.nodeID
 	}
-	if id := r.URL.Query().Get("node"); id != "" && r.Header.Get(structs.HeaderNodeSecret) == "" {
-		return ""
+	if id := r.URL.Query().Get("node"); id != "" && !h.aclEnabled {
+		return "node:" + id
 	}
 	_, tok := aclFrom(r)
 	if tok == nil {
