@@ -66,7 +66,9 @@ func TestArtifactAccess(t *testing.T) {
 	// is refused; an ?alloc= reference must be one of its allocations.
 	out, od := randomBytes(t, 3000)
 	ourl := ts.URL + "/v1/artifact/sha256/" + od
-	nodeHdr := func(n *structs.Node) map[string]string { return map[string]string{structs.HeaderNodeSecret: n.SecretID} }
+	nodeHdr := func(n *structs.Node) map[string]string {
+		return map[string]string{structs.HeaderNodeSecret: n.SecretID}
+	}
 	if code, _, _ := send(t, "PUT", ourl, out, nodeHdr(f.nodeA)); code != 403 {
 		t.Fatalf("node upload without ?node=: %d", code)
 	}
