@@ -154,9 +154,12 @@ func (s *Server) artifactQuery(ctx context.Context, q *structs.QueryOptions, fn 
 }
 
 // ArtifactPeers returns the HTTP addresses of the other live servers
-// known through gossip, where agent/http pushes and pulls blobs; empty
-// without gossip.
+// known through gossip (or Config.ArtifactPeers), where agent/http pushes
+// and pulls blobs; empty without gossip.
 func (s *Server) ArtifactPeers() []string {
+	if s.config.ArtifactPeers != nil {
+		return s.config.ArtifactPeers()
+	}
 	var out []string
 	for _, m := range s.Members() {
 		if m.Name == s.config.NodeName || m.Status != MemberAlive || m.HTTPAddr == "" {

@@ -37,6 +37,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -177,6 +178,15 @@ type Config struct {
 	// (raft_stream.go). Nil means plain TCP from known server addresses
 	// only, with a start-up warning (dev mode: no check, loopback only).
 	RaftTLS *RaftTLS
+	// ArtifactPeerTLS, when set, makes this server's own pulls of artifact
+	// blobs from other servers (artifact_sync.go) HTTPS with this client
+	// configuration, which presents the server's certificate: peers serve
+	// a server so identified without a token. Nil means plain HTTP, which
+	// works only with ACLs off.
+	ArtifactPeerTLS *tls.Config
+	// ArtifactPeers, when set, returns the other servers' HTTP addresses
+	// for artifact replication instead of the gossip members' (tests).
+	ArtifactPeers func() []string
 }
 
 // Server is one GPUlayer server. Create it with NewServer and stop it with
@@ -203,6 +213,8 @@ type Server struct {
 	// applied ArtifactDelete removed to blobRemovalLoop (core_gc_artifacts.go).
 	artifacts *artifacts.Store
 	blobGC    chan []string
+	// artifactSync wakes artifactSyncLoop (artifact_sync.go).
+	artifactSync chan struct{}
 	// gcMu runs garbage collections one at a time (core_gc.go).
 	gcMu sync.Mutex
 	// acls caches resolved ACL tokens (acl.go).
@@ -312,7 +324,9 @@ func NewServer(cfg *Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.blobGC = make(chan []string, 64)
-	f, err := fsm.New(fsm.Config{Logger: s.logger, OnCapacityFreed: s.blocked.Unblock, OnHalt: s.onFSMHalt, OnArtifactsDeleted: s.queueBlobRemoval})
+	s.artifactSync = make(chan struct{}, 1)
+	f, err := fsm.New(fsm.Config{Logger: s.logger, OnCapacityFreed: s.blocked.Unblock, OnHalt: s.onFSMHalt,
+		OnArtifactsDeleted: s.queueBlobRemoval, OnArtifactsUpserted: s.wakeArtifactSync})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("server: %w", err)
@@ -343,6 +357,11 @@ func NewServer(cfg *Config) (*Server, error) {
 	go func() {
 		defer s.wg.Done()
 		s.blobRemovalLoop(ctx)
+	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.artifactSyncLoop(ctx)
 	}()
 	for i := 0; i < c.NumSchedulers; i++ {
 		w := newWorker(s, i)

@@ -29,6 +29,9 @@ import (
 type artifactCaller struct {
 	// nodeID is set for a caller that proved a node secret.
 	nodeID string
+	// server is set for another server proven by its TLS certificate
+	// (isServerPeer); it may read and push any artifact.
+	server bool
 }
 
 type artifactCallerKey struct{}
@@ -50,6 +53,26 @@ func (h *handler) authorizeArtifactNode(r *http.Request) (*http.Request, error) 
 		return nil, errPermissionDenied
 	}
 	return r.WithContext(context.WithValue(r.Context(), artifactCallerKey{}, artifactCaller{nodeID: id})), nil
+}
+
+// isServerPeer reports whether r came over TLS with a verified client
+// certificate valid for Config.ServerPeerName ("server.<region>.gpulayer"):
+// another server's blob sync. Without tls.http there is no such proof.
+func (h *handler) isServerPeer(r *http.Request) bool {
+	// A request a follower forwarded to the leader comes with a server's
+	// certificate too, on behalf of its caller: never a peer's own.
+	if r.Header.Get(HeaderForwarded) != "" {
+		return false
+	}
+	if h.serverPeerName == "" || r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.VerifiedChains[0]) == 0 {
+		return false
+	}
+	return r.TLS.VerifiedChains[0][0].VerifyHostname(h.serverPeerName) == nil
+}
+
+// withServerPeer returns r marked as a server peer's request.
+func withServerPeer(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), artifactCallerKey{}, artifactCaller{server: true}))
 }
 
 // artifactWriteNamespace is the namespace an upload acts in.
@@ -87,6 +110,9 @@ func (h *handler) artifactReadable(r *http.Request, a *structs.Artifact) bool {
 	}
 	ctx := r.Context()
 	q := &structs.QueryOptions{AllowStale: true}
+	if callerFrom(r).server {
+		return true
+	}
 	if c := callerFrom(r); c.nodeID != "" {
 		if a.UploadedBy == "node:"+c.nodeID {
 			return true

@@ -51,9 +51,24 @@ type artCluster struct {
 
 func newArtCluster(t *testing.T, maxArtifact int64) *artCluster {
 	t.Helper()
-	c := servertest.NewCluster(t, 3, servertest.WithConfig(func(cfg *server.Config) { cfg.LeaderLookup = nil }))
+	ac := &artCluster{urls: map[string]string{}}
+	c := servertest.NewCluster(t, 3, servertest.WithConfig(func(cfg *server.Config) {
+		cfg.LeaderLookup = nil
+		self := string(cfg.Transport.LocalAddr())
+		cfg.ArtifactPeers = func() []string {
+			ac.mu.Lock()
+			defer ac.mu.Unlock()
+			var out []string
+			for raftAddr, u := range ac.urls {
+				if raftAddr != self {
+					out = append(out, u)
+				}
+			}
+			return out
+		}
+	}))
 	c.WaitForLeader()
-	ac := &artCluster{c: c, urls: map[string]string{}}
+	ac.c = c
 	for i := 0; i < c.Size(); i++ {
 		srv := artServer{routedServer: routedServer{Server: c.Server(i), mu: &ac.mu, urls: ac.urls}}
 		h, err := New(Config{Server: &srv, MaxArtifactBytes: maxArtifact})
@@ -254,4 +269,40 @@ func waitFor(t *testing.T, d time.Duration, ok func() bool, what string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestArtifactSyncPullsMissingBlobs: a server that lacks a blob whose
+// metadata it holds (it missed the leader's push) fetches it from another
+// server on its own, verified, without waiting for a reader: when asked
+// (SyncArtifacts) and, woken by the next artifact's metadata, by itself.
+func TestArtifactSyncPullsMissingBlobs(t *testing.T) {
+	ac := newArtCluster(t, 0)
+	leader := ac.apis[ac.c.Leader()].URL
+	data, d := randomBytes(t, 200<<10)
+	if code, body, _ := send(t, "PUT", leader+"/v1/artifact/sha256/"+d, data, nil); code != 200 {
+		t.Fatalf("upload: %d %s", code, body)
+	}
+	x := ac.c.Follower()
+	srv := ac.c.Server(x)
+	waitFor(t, 5*time.Second, func() bool { a, _ := srv.State().ArtifactByDigest(nil, d); return a != nil }, "the follower applies the metadata")
+	if err := os.Remove(ac.blobPath(x, d)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := srv.SyncArtifacts(t.Context()); err != nil || n != 1 {
+		t.Fatalf("SyncArtifacts = %d, %v", n, err)
+	}
+	if got, err := os.ReadFile(ac.blobPath(x, d)); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("synced blob differs: %v", err)
+	}
+	if err := os.Remove(ac.blobPath(x, d)); err != nil {
+		t.Fatal(err)
+	}
+	other, od := randomBytes(t, 1000)
+	if code, body, _ := send(t, "PUT", leader+"/v1/artifact/sha256/"+od, other, nil); code != 200 {
+		t.Fatalf("second upload: %d %s", code, body)
+	}
+	waitFor(t, 20*time.Second, func() bool {
+		got, err := os.ReadFile(ac.blobPath(x, d))
+		return err == nil && bytes.Equal(got, data)
+	}, "the follower's sync to fetch the blob it lost")
 }

@@ -96,6 +96,11 @@ type Config struct {
 	NodeTLS *tls.Config
 	// ACLEnabled turns on the token check of every route (auth.go).
 	ACLEnabled bool
+	// ServerPeerName, when set (with tls.http), is the certificate name of
+	// a server, "server.<region>.gpulayer": a request over TLS whose
+	// verified client certificate has it, and that carries no token, is
+	// another server's artifact blob sync and may read any artifact.
+	ServerPeerName string
 	// MaxArtifactBytes caps one artifact upload, in bytes; zero means
 	// DefaultMaxArtifactBytes (8 GiB). MaxBodyBytes does not apply to
 	// uploads.
@@ -135,6 +140,7 @@ type handler struct {
 	arts             ArtifactServer
 	artRepl          *replicator
 	maxArtifactBytes int64
+	serverPeerName   string
 }
 
 // New returns the API handler. It fails when both cfg.Server and
@@ -160,6 +166,7 @@ func New(cfg Config) (http.Handler, error) {
 
 		maxSnapshot:      cfg.MaxSnapshotBytes,
 		maxArtifactBytes: cfg.MaxArtifactBytes,
+		serverPeerName:   cfg.ServerPeerName,
 		// peer_tls.go
 		serverTLS: cfg.ServerTLS,
 		peers:     newPeers(cfg.NodeTLS),

@@ -12,7 +12,13 @@ func init() {
 // applyArtifactUpsert commits artifact metadata; the blob bytes are
 // already in the uploading server's store (never in the log).
 func (f *FSM) applyArtifactUpsert(index uint64, req *structs.ArtifactUpsertRequest) interface{} {
-	return errResp(f.State().UpsertArtifacts(index, req.Artifacts))
+	if err := f.State().UpsertArtifacts(index, req.Artifacts); err != nil {
+		return errResp(err)
+	}
+	if f.onArtifactsUpserted != nil {
+		f.onArtifactsUpserted()
+	}
+	return nil
 }
 
 // applyArtifactDelete removes the metadata of collected artifacts and

@@ -59,6 +59,11 @@ type Config struct {
 	// apply goroutine: it must return quickly (the server queues the blob
 	// removals for another goroutine).
 	OnArtifactsDeleted func(digests []string)
+	// OnArtifactsUpserted, when set, is called after an ArtifactUpsert
+	// entry was applied. It runs on Raft's apply goroutine: it must return
+	// quickly (the server wakes its blob sync, which pulls blobs it lacks
+	// from other servers, on another goroutine).
+	OnArtifactsUpserted func()
 }
 
 // FSM applies Raft log entries to a state store. Its Raft methods (Apply,
@@ -69,7 +74,8 @@ type FSM struct {
 	state           atomic.Pointer[state.StateStore]
 	onHalt          func(err error)
 	// onArtifactsDeleted is Config.OnArtifactsDeleted.
-	onArtifactsDeleted func(digests []string)
+	onArtifactsDeleted  func(digests []string)
+	onArtifactsUpserted func()
 	// halted holds the error that halted the FSM; nil while it runs.
 	halted atomic.Pointer[error]
 	// lastApplied is the Raft index of the last entry Apply finished.
@@ -87,7 +93,8 @@ func New(cfg Config) (*FSM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
 	}
-	f := &FSM{logger: logger.Named("fsm"), onCapacityFreed: cfg.OnCapacityFreed, onHalt: cfg.OnHalt, onArtifactsDeleted: cfg.OnArtifactsDeleted}
+	f := &FSM{logger: logger.Named("fsm"), onCapacityFreed: cfg.OnCapacityFreed, onHalt: cfg.OnHalt, onArtifactsDeleted: cfg.OnArtifactsDeleted,
+		onArtifactsUpserted: cfg.OnArtifactsUpserted}
 	f.state.Store(s)
 	return f, nil
 }
