@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -14,6 +15,9 @@ import (
 // commits the metadata, so the blob is normally here already; the sync is
 // for a server that was down or cut off during the push.
 const artifactSyncDelay = 5 * time.Second
+
+// artifactSyncRetry is how soon a sync that left blobs missing runs again.
+const artifactSyncRetry = 30 * time.Second
 
 // artifactSyncInterval is how often the sync runs without being woken.
 const artifactSyncInterval = time.Hour
@@ -49,7 +53,8 @@ func (s *Server) artifactSyncLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		if n, err := s.SyncArtifacts(ctx); err != nil {
-			s.logger.Named("artifacts").Debug("artifact sync incomplete", "pulled", n, "error", err)
+			s.logger.Named("artifacts").Debug("artifact sync incomplete; retrying in 30s", "pulled", n, "error", err)
+			wake = time.After(artifactSyncRetry)
 		} else if n > 0 {
 			s.logger.Named("artifacts").Info("pulled missing artifact blobs from other servers", "count", n)
 		}
@@ -77,6 +82,9 @@ func (s *Server) SyncArtifacts(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	peers := s.ArtifactPeers()
+	if len(peers) == 0 {
+		return 0, fmt.Errorf("%d artifact blobs missing and no other server known yet", len(missing))
+	}
 	client, scheme := s.artifactPeerClient()
 	n := 0
 	var last error
