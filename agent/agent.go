@@ -116,6 +116,8 @@ func (a *Agent) start() error {
 			scfg.AllowUnauthenticatedGossip = cfg.Server.AllowUnauthenticatedGossip
 		}
 		scfg.RaftTLS = a.raftTLS(tb)
+		// The blob sync pulls with this server's certificate (tls.http).
+		scfg.ArtifactPeerTLS = serverHTTPTLS(tb)
 		srv, err := server.NewServer(scfg)
 		if err != nil {
 			return fmt.Errorf("start server: %w", err)
@@ -199,6 +201,8 @@ func (a *Agent) start() error {
 		// drive it (no DNS rebinding, no cross-site requests).
 		LocalOnly:        cfg.DevMode,
 		MaxSnapshotBytes: cfg.HTTPLimits().MaxSnapshotBytes,
+		MaxArtifactBytes: cfg.HTTPLimits().MaxArtifactBytes,
+		ServerPeerName:   serverPeerName(tb),
 		ServerTLS:        serverHTTPTLS(tb),
 		NodeTLS:          nodeHTTPTLS(tb),
 		ACLEnabled:       cfg.ACLEnabled(),

@@ -117,6 +117,9 @@ type ServerConfig struct {
 	BatchEvalGCThreshold string `hcl:"batch_eval_gc_threshold,optional"`
 	JobGCThreshold       string `hcl:"job_gc_threshold,optional"`
 	NodeGCThreshold      string `hcl:"node_gc_threshold,optional"`
+	// ArtifactGCThreshold is how long an artifact no job or allocation
+	// references is kept (default 24h).
+	ArtifactGCThreshold string `hcl:"artifact_gc_threshold,optional"`
 }
 
 // ClientConfig enables and tunes the client role.

@@ -23,6 +23,7 @@ func (s *ServerConfig) gcFields() []gcField {
 		{"batch_eval_gc_threshold", &s.BatchEvalGCThreshold, func(g *server.GCConfig) *time.Duration { return &g.BatchEvalGCThreshold }},
 		{"job_gc_threshold", &s.JobGCThreshold, func(g *server.GCConfig) *time.Duration { return &g.JobGCThreshold }},
 		{"node_gc_threshold", &s.NodeGCThreshold, func(g *server.GCConfig) *time.Duration { return &g.NodeGCThreshold }},
+		{"artifact_gc_threshold", &s.ArtifactGCThreshold, func(g *server.GCConfig) *time.Duration { return &g.ArtifactGCThreshold }},
 	}
 }
 

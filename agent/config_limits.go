@@ -21,6 +21,7 @@ import (
 //	  http_idle_timeout         = "2m"  # a keep-alive connection with no request
 //	  http_max_header_bytes     = 65536 # request line and headers
 //	  snapshot_restore_max_bytes = 1073741824 # the archive of PUT /v1/operator/snapshot
+//	  artifact_max_bytes        = 8589934592 # one artifact upload (PUT /v1/artifact/sha256/{hex})
 //	}
 //
 // Zero or empty fields take the defaults above (agent/http's Default*).
@@ -33,6 +34,7 @@ type LimitsConfig struct {
 	HTTPIdleTimeout         string `hcl:"http_idle_timeout,optional"`
 	HTTPMaxHeaderBytes      int    `hcl:"http_max_header_bytes,optional"`
 	SnapshotRestoreMaxBytes int64  `hcl:"snapshot_restore_max_bytes,optional"`
+	ArtifactMaxBytes        int64  `hcl:"artifact_max_bytes,optional"`
 }
 
 // DefaultHTTPSHandshakeTimeout is Nomad's https_handshake_timeout: 5 s.
@@ -87,6 +89,10 @@ func (c *Config) validateLimits() []string {
 		p = append(p, fmt.Sprintf("limits.snapshot_restore_max_bytes: must be 0 (default %d) to 1099511627776 (1 TiB), got %d",
 			int64(agenthttp.MaxSnapshotBytes), l.SnapshotRestoreMaxBytes))
 	}
+	if l.ArtifactMaxBytes < 0 || l.ArtifactMaxBytes > 1<<40 {
+		p = append(p, fmt.Sprintf("limits.artifact_max_bytes: must be 0 (default %d) to 1099511627776 (1 TiB), got %d",
+			agenthttp.DefaultMaxArtifactBytes, l.ArtifactMaxBytes))
+	}
 	return p
 }
 
@@ -107,6 +113,9 @@ func (c *Config) mergeLimits(o *LimitsConfig) {
 	}
 	if o.SnapshotRestoreMaxBytes != 0 {
 		l.SnapshotRestoreMaxBytes = o.SnapshotRestoreMaxBytes
+	}
+	if o.ArtifactMaxBytes != 0 {
+		l.ArtifactMaxBytes = o.ArtifactMaxBytes
 	}
 	set := func(dst *string, v string) {
 		if v != "" {
@@ -130,6 +139,8 @@ type HTTPLimits struct {
 	IdleTimeout         time.Duration
 	MaxHeaderBytes      int
 	MaxSnapshotBytes    int64
+	// MaxArtifactBytes is 0 for agent/http's default (8 GiB).
+	MaxArtifactBytes int64
 }
 
 // HTTPLimits returns the limits with the defaults filled in. Fields that
@@ -139,7 +150,7 @@ func (c *Config) HTTPLimits() HTTPLimits {
 	if l == nil {
 		l = &LimitsConfig{}
 	}
-	out := HTTPLimits{MaxConnsPerClient: l.HTTPMaxConnsPerClient, MaxHeaderBytes: l.HTTPMaxHeaderBytes, MaxSnapshotBytes: l.SnapshotRestoreMaxBytes}
+	out := HTTPLimits{MaxConnsPerClient: l.HTTPMaxConnsPerClient, MaxHeaderBytes: l.HTTPMaxHeaderBytes, MaxSnapshotBytes: l.SnapshotRestoreMaxBytes, MaxArtifactBytes: l.ArtifactMaxBytes}
 	if out.MaxSnapshotBytes == 0 {
 		out.MaxSnapshotBytes = agenthttp.MaxSnapshotBytes
 	}

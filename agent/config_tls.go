@@ -142,3 +142,12 @@ func nodeHTTPTLS(tb *tlsutil.Bundle) *tls.Config {
 	}
 	return tb.NodeHTTPClient()
 }
+
+// serverPeerName is the certificate name another server presents over
+// tls.http ("server.<region>.gpulayer"), or "" without tls.http.
+func serverPeerName(tb *tlsutil.Bundle) string {
+	if tb == nil || !tb.Config().HTTP {
+		return ""
+	}
+	return tlsutil.RoleServer.Name(tb.Region())
+}

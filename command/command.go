@@ -87,6 +87,12 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"system":           func() (cli.Command, error) { return &SystemCommand{Meta: m}, nil },
 		"system gc":        func() (cli.Command, error) { return &SystemGCCommand{Meta: m}, nil },
 		"version":          func() (cli.Command, error) { return &VersionCommand{Meta: m}, nil },
+		// Artifacts (artifact.go).
+		"artifact":         func() (cli.Command, error) { return &ArtifactCommand{Meta: m}, nil },
+		"artifact put":     func() (cli.Command, error) { return &ArtifactPutCommand{Meta: m}, nil },
+		"artifact get":     func() (cli.Command, error) { return &ArtifactGetCommand{Meta: m}, nil },
+		"artifact ls":      func() (cli.Command, error) { return &ArtifactListCommand{Meta: m}, nil },
+		"artifact inspect": func() (cli.Command, error) { return &ArtifactInspectCommand{Meta: m}, nil },
 		// HA cluster operations.
 		"server":                    func() (cli.Command, error) { return &ServerCommand{Meta: m}, nil },
 		"server members":            func() (cli.Command, error) { return &ServerMembersCommand{Meta: m}, nil },

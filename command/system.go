@@ -34,7 +34,8 @@ Usage: gpulayer system gc [options]
   Collects garbage now, as if every GC threshold were zero: terminal
   evaluations, finished allocations (with their directories on the
   clients), stopped jobs, finished batch jobs and down nodes are removed
-  whatever their age. Nothing that still runs is removed, and a batch job
+  whatever their age, and so are artifacts no job or allocation
+  references. Nothing that still runs is removed, and a batch job
   that has not finished keeps its finished allocations so they do not run
   again. The leader also collects on its own every 5 minutes, with the
   thresholds described in the documentation ("Garbage collection").
@@ -60,8 +61,12 @@ func (c *SystemGCCommand) Run(args []string) int {
 	if c.Meta.jsonOutput {
 		return c.Meta.printJSON(res)
 	}
-	c.Meta.UI.Output(fmt.Sprintf("Garbage collected %s, %s, %s and %s",
-		plural(res.Evals, "evaluation"), plural(res.Allocs, "allocation"), plural(res.Jobs, "job"), plural(res.Nodes, "node")))
+	msg := fmt.Sprintf("Garbage collected %s, %s, %s and %s",
+		plural(res.Evals, "evaluation"), plural(res.Allocs, "allocation"), plural(res.Jobs, "job"), plural(res.Nodes, "node"))
+	if res.Artifacts > 0 {
+		msg += fmt.Sprintf(", and %s", plural(res.Artifacts, "unreferenced artifact"))
+	}
+	c.Meta.UI.Output(msg)
 	return 0
 }
 

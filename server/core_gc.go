@@ -60,6 +60,9 @@ type GCConfig struct {
 	// PurgedJobGCThreshold: zero means DefaultPurgedJobGCThreshold
 	// (1 minute).
 	PurgedJobGCThreshold time.Duration
+	// ArtifactGCThreshold is how long an unreferenced artifact is kept;
+	// zero means DefaultArtifactGCThreshold (24 hours).
+	ArtifactGCThreshold time.Duration
 	// MaxIDsPerEntry: zero means DefaultGCMaxIDsPerEntry (1,000).
 	MaxIDsPerEntry int
 }
@@ -83,6 +86,7 @@ func (c GCConfig) withDefaults() GCConfig {
 	def(&c.JobGCThreshold, DefaultJobGCThreshold)
 	def(&c.NodeGCThreshold, DefaultNodeGCThreshold)
 	def(&c.PurgedJobGCThreshold, DefaultPurgedJobGCThreshold)
+	def(&c.ArtifactGCThreshold, DefaultArtifactGCThreshold)
 	if c.MaxIDsPerEntry <= 0 {
 		c.MaxIDsPerEntry = DefaultGCMaxIDsPerEntry
 	}
@@ -90,7 +94,8 @@ func (c GCConfig) withDefaults() GCConfig {
 }
 
 func (c GCConfig) thresholds() gcThresholds {
-	return gcThresholds{eval: c.EvalGCThreshold, batchEval: c.BatchEvalGCThreshold, job: c.JobGCThreshold, node: c.NodeGCThreshold, purged: c.PurgedJobGCThreshold}
+	return gcThresholds{eval: c.EvalGCThreshold, batchEval: c.BatchEvalGCThreshold, job: c.JobGCThreshold, node: c.NodeGCThreshold, purged: c.PurgedJobGCThreshold,
+		artifact: c.ArtifactGCThreshold}
 }
 
 // GCResult counts what a collection chose to remove. A purge entry whose
@@ -101,6 +106,9 @@ type GCResult struct {
 	Allocs int
 	Jobs   int
 	Nodes  int
+	// Artifacts counts the unreferenced artifacts whose metadata (and
+	// then blobs) the collection removed.
+	Artifacts int
 }
 
 // SystemGC collects garbage now with every threshold at zero, as Nomad's
@@ -170,8 +178,13 @@ func (s *Server) collectGarbage(ctx context.Context, now int64, th gcThresholds,
 	}
 	res := w.result()
 	if w.empty() {
-		log.Debug("nothing to collect")
-		return res, nil
+		// Artifacts are chosen after the purges below, on a new snapshot.
+		n, err := s.collectArtifacts(ctx, now, th.artifact, maxIDs)
+		res.Artifacts = n
+		if n > 0 {
+			log.Info("garbage collected", "artifacts", n)
+		}
+		return res, err
 	}
 	for _, req := range evalDeleteBatches(w.evals, w.allocs, maxIDs) {
 		if err := s.gcApply(ctx, structs.EvalDeleteRequestType, req); err != nil {
@@ -183,8 +196,12 @@ func (s *Server) collectGarbage(ctx context.Context, now int64, th gcThresholds,
 			return res, err
 		}
 	}
-	log.Info("garbage collected", "evals", res.Evals, "allocs", res.Allocs, "jobs", res.Jobs, "nodes", res.Nodes)
-	return res, nil
+	// Artifacts whose last job or allocation the entries above removed go
+	// in the same collection (once as old as th.artifact).
+	n, err := s.collectArtifacts(ctx, now, th.artifact, maxIDs)
+	res.Artifacts = n
+	log.Info("garbage collected", "evals", res.Evals, "allocs", res.Allocs, "jobs", res.Jobs, "nodes", res.Nodes, "artifacts", n)
+	return res, err
 }
 
 // gcApply commits one entry of a collection unless ctx ended.

@@ -28,6 +28,8 @@ type gcThresholds struct {
 	// purged applies to the evaluations and allocations of jobs that no
 	// longer exist.
 	purged time.Duration
+	// artifact applies to artifacts no job or allocation references.
+	artifact time.Duration
 }
 
 // gcWork is what one collection removes.

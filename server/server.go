@@ -37,6 +37,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpulayer/gpulayer/server/artifacts"
 	"github.com/gpulayer/gpulayer/server/fsm"
 	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
@@ -184,6 +186,15 @@ type Config struct {
 	// trusted lab networks only and is warned about at every start. False
 	// (the default) refuses such a config with ErrUnauthenticatedGossip.
 	AllowUnauthenticatedGossip bool
+	// ArtifactPeerTLS, when set, makes this server's own pulls of artifact
+	// blobs from other servers (artifact_sync.go) HTTPS with this client
+	// configuration, which presents the server's certificate: peers serve
+	// a server so identified without a token. Nil means plain HTTP, which
+	// works only with ACLs off.
+	ArtifactPeerTLS *tls.Config
+	// ArtifactPeers, when set, returns the other servers' HTTP addresses
+	// for artifact replication instead of the gossip members' (tests).
+	ArtifactPeers func() []string
 }
 
 // Server is one GPUlayer server. Create it with NewServer and stop it with
@@ -205,6 +216,13 @@ type Server struct {
 	blocked    *BlockedEvals
 	planQueue  *PlanQueue
 	heartbeats *heartbeats
+	// artifacts is the blob store under <DataDir>/artifacts
+	// (endpoints_artifacts.go); blobGC carries digests whose metadata an
+	// applied ArtifactDelete removed to blobRemovalLoop (core_gc_artifacts.go).
+	artifacts *artifacts.Store
+	blobGC    chan []string
+	// artifactSync wakes artifactSyncLoop (artifact_sync.go).
+	artifactSync chan struct{}
 	// gcMu runs garbage collections one at a time (core_gc.go).
 	gcMu sync.Mutex
 	// acls caches resolved ACL tokens (acl.go).
@@ -312,7 +330,14 @@ func NewServer(cfg *Config) (*Server, error) {
 	}
 	s.blocked = NewBlockedEvals(s.broker)
 	s.heartbeats = newHeartbeats()
-	f, err := fsm.New(fsm.Config{Logger: s.logger, OnCapacityFreed: s.blocked.Unblock, OnHalt: s.onFSMHalt})
+	if err := s.openArtifactStore(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.blobGC = make(chan []string, 64)
+	s.artifactSync = make(chan struct{}, 1)
+	f, err := fsm.New(fsm.Config{Logger: s.logger, OnCapacityFreed: s.blocked.Unblock, OnHalt: s.onFSMHalt,
+		OnArtifactsDeleted: s.queueBlobRemoval, OnArtifactsUpserted: s.wakeArtifactSync})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("server: %w", err)
@@ -339,6 +364,16 @@ func NewServer(cfg *Config) (*Server, error) {
 		defer s.wg.Done()
 		s.monitorLeadership(ctx)
 	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.blobRemovalLoop(ctx)
+	}()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.artifactSyncLoop(ctx)
+	}()
 	for i := 0; i < c.NumSchedulers; i++ {
 		w := newWorker(s, i)
 		s.wg.Add(1)
@@ -361,7 +396,7 @@ func (s *Server) Shutdown() error {
 		s.wg.Wait()
 		s.revokeLeadership()
 		gerr := s.shutdownMembership()
-		s.shutdownErr = errors.Join(gerr, s.shutdownRaft())
+		s.shutdownErr = errors.Join(gerr, s.shutdownRaft(), s.artifacts.Close())
 	})
 	return s.shutdownErr
 }

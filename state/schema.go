@@ -29,7 +29,7 @@ const (
 )
 
 // indexedTables lists the tables whose Raft index is tracked in TableIndex.
-var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap}
+var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts}
 
 // IndexEntry is a row of the index table: the Raft index at which the table
 // named Key last changed.
@@ -49,6 +49,7 @@ var schemaFns = []func() *memdb.TableSchema{
 	aclPoliciesTableSchema,
 	aclTokensTableSchema,
 	aclBootstrapTableSchema,
+	artifactsTableSchema,
 }
 
 // dbSchema returns the full memdb schema. It returns an error when a table's

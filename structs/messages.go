@@ -30,6 +30,8 @@ const (
 	ACLTokenDeleteRequestType    MessageType = 13
 	ACLBootstrapRequestType      MessageType = 14
 	NodeSecretRotateRequestType  MessageType = 15
+	ArtifactUpsertRequestType    MessageType = 16
+	ArtifactDeleteRequestType    MessageType = 17
 )
 
 // IgnoreUnknownTypeFlag is set on message types that older servers may
@@ -72,6 +74,10 @@ func (t MessageType) String() string {
 		return "ACLBootstrap"
 	case NodeSecretRotateRequestType:
 		return "NodeSecretRotate"
+	case ArtifactUpsertRequestType:
+		return "ArtifactUpsert"
+	case ArtifactDeleteRequestType:
+		return "ArtifactDelete"
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }

@@ -68,6 +68,13 @@ const (
 	// accessLocalNodeSecret needs the current node secret of this
 	// agent's own client (X-Gpulayer-Node-Secret); no token will do.
 	accessLocalNodeSecret
+	// accessArtifactWrite: submit-job in the upload's namespace, or a node
+	// secret with ?node= (artifacts_auth.go).
+	accessArtifactWrite
+	// accessArtifactRead: a token that grants something, or a node secret
+	// with ?node=; the handler then checks the artifact's own readers
+	// (artifactReadable).
+	accessArtifactRead
 )
 
 // nsSource says where a namespace route finds its namespace.
@@ -162,6 +169,14 @@ var routeACL = map[string]routeRule{
 	"PUT /v1/operator/snapshot":           {access: accessManagement},
 	"PUT /v1/system/gc":                   {access: accessManagement},
 	"POST /v1/system/gc":                  {access: accessManagement},
+
+	// Artifacts (artifacts.go, artifacts_auth.go).
+	"POST /v1/artifacts/missing":            {access: accessArtifactWrite},
+	"PUT /v1/artifact/sha256/{hex}":         {access: accessArtifactWrite},
+	"PUT /v1/artifact/sha256/{hex}/replica": {access: accessArtifactWrite},
+	"GET /v1/artifact/sha256/{hex}":         {access: accessArtifactRead},
+	"GET /v1/artifact/sha256/{hex}/meta":    {access: accessArtifactRead},
+	"GET /v1/artifacts":                     {access: accessArtifactRead},
 
 	"GET /v1/acl/policies":            {access: accessAuthenticated},
 	"GET /v1/acl/policy/{name}":       {access: accessPolicyRead},
@@ -269,6 +284,13 @@ func (h *handler) authorize(r *http.Request, pattern string) (*http.Request, err
 			return nil, errPermissionDenied
 		}
 		return r, nil
+	case accessArtifactWrite, accessArtifactRead:
+		if h.isServerPeer(r) && r.Header.Get(HeaderNomadToken) == "" && r.Header.Get(HeaderGpulayerToken) == "" && r.Header.Get("Authorization") == "" {
+			return withServerPeer(r), nil
+		}
+		if r.Header.Get(structs.HeaderNodeSecret) != "" {
+			return h.authorizeArtifactNode(r)
+		}
 	}
 	if rule.nodeProxied {
 		if pr, err := h.authorizeNodeProxied(r); err != nil || pr != nil {
@@ -332,6 +354,10 @@ func (h *handler) allowed(r *http.Request, rule routeRule, acl *structs.ACL, tok
 		return acl.IsManagement() || acl != structs.DenyAllACL
 	case accessUI:
 		return acl.AllowNamespaceOp("default", structs.NamespaceCapabilityReadJob)
+	case accessArtifactWrite:
+		return acl.AllowNamespaceOp(h.artifactWriteNamespace(r), structs.NamespaceCapabilitySubmitJob)
+	case accessArtifactRead:
+		return acl.IsManagement() || acl != structs.DenyAllACL
 	}
 	return false
 }

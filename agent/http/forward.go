@@ -48,6 +48,11 @@ var leaderRoutes = map[string]bool{
 	"POST /v1/acl/token/{accessor}":   true,
 	"DELETE /v1/acl/token/{accessor}": true,
 	"PUT /v1/node/{id}/secret/rotate": true,
+	// Artifacts: the leader stores the bytes, pushes them to the other
+	// servers and commits the metadata; missing is answered from the
+	// leader's state so a digest collected a moment ago is not skipped.
+	"PUT /v1/artifact/sha256/{hex}": true,
+	"POST /v1/artifacts/missing":    true,
 }
 
 // consistentRoutes are reads the leader answers (a follower forwards them)

@@ -31,6 +31,9 @@ var slowForwardRoutes = map[string]bool{
 	"PUT /v1/operator/snapshot": true,
 	"PUT /v1/system/gc":         true,
 	"POST /v1/system/gc":        true,
+	// An upload through a follower streams the whole body to the leader,
+	// which answers once it stored, replicated and committed it.
+	"PUT /v1/artifact/sha256/{hex}": true,
 }
 
 // errForwardTimeout is the cause of a forwarded request cancelled by its

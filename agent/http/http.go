@@ -96,6 +96,15 @@ type Config struct {
 	NodeTLS *tls.Config
 	// ACLEnabled turns on the token check of every route (auth.go).
 	ACLEnabled bool
+	// ServerPeerName, when set (with tls.http), is the certificate name of
+	// a server, "server.<region>.gpulayer": a request over TLS whose
+	// verified client certificate has it, and that carries no token, is
+	// another server's artifact blob sync and may read any artifact.
+	ServerPeerName string
+	// MaxArtifactBytes caps one artifact upload, in bytes; zero means
+	// DefaultMaxArtifactBytes (8 GiB). MaxBodyBytes does not apply to
+	// uploads.
+	MaxArtifactBytes int64
 	// Resolver resolves token secrets when ACLEnabled; nil means Server,
 	// which must then implement TokenResolver. A client-only agent passes
 	// NewRemoteResolver.
@@ -126,6 +135,12 @@ type handler struct {
 	// serverTLS and peers reach other agents (peer_tls.go).
 	serverTLS *tls.Config
 	peers     *peers
+	// arts, artRepl and maxArtifactBytes serve the artifact routes
+	// (artifacts.go); arts is nil when the server has no store.
+	arts             ArtifactServer
+	artRepl          *replicator
+	maxArtifactBytes int64
+	serverPeerName   string
 }
 
 // New returns the API handler. It fails when both cfg.Server and
@@ -149,7 +164,9 @@ func New(cfg Config) (http.Handler, error) {
 		maxBody: cfg.MaxBodyBytes,
 		mux:     newRouteMux(),
 
-		maxSnapshot: cfg.MaxSnapshotBytes,
+		maxSnapshot:      cfg.MaxSnapshotBytes,
+		maxArtifactBytes: cfg.MaxArtifactBytes,
+		serverPeerName:   cfg.ServerPeerName,
 		// peer_tls.go
 		serverTLS: cfg.ServerTLS,
 		peers:     newPeers(cfg.NodeTLS),
@@ -189,6 +206,7 @@ func (h *handler) routes() {
 	h.aclRoutes()
 	h.clusterRoutes()
 	h.systemRoutes()
+	h.artifactRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs/parse", h.jobParse)

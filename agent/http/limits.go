@@ -35,7 +35,8 @@ const (
 // WithBodyDeadline returns next behind a per-request read deadline on the
 // body: bodyTimeout after the headers arrived (DefaultBodyReadTimeout when
 // zero), snapshotTimeout for PUT /v1/operator/snapshot
-// (DefaultSnapshotReadTimeout when zero), and none for routes whose body is
+// (DefaultSnapshotReadTimeout when zero; artifact uploads, PUT
+// /v1/artifact/sha256/{hex}, get the same), and none for routes whose body is
 // a stream that lives as long as the session (POST
 // /v1/allocation/{id}/exec, stdin of `alloc exec`). A client that sends its
 // body slower than that gets a read error (400 or 413) and the connection
@@ -57,6 +58,10 @@ func WithBodyDeadline(next http.Handler, bodyTimeout, snapshotTimeout time.Durat
 		case streamingBody(r):
 			d = 0
 		case r.Method == http.MethodPut && r.URL.Path == "/v1/operator/snapshot":
+			d = snapshotTimeout
+		case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/artifact/sha256/"):
+			// An artifact upload (up to limits.max_artifact_bytes, 8 GiB
+			// by default) gets the snapshot upload's bound, 1 h.
 			d = snapshotTimeout
 		}
 		if d > 0 {

@@ -15,6 +15,8 @@ type GCResult struct {
 	Allocs int
 	Jobs   int
 	Nodes  int
+	// Artifacts counts the unreferenced artifacts removed.
+	Artifacts int
 }
 
 // GarbageCollect asks the leader to collect garbage now, every threshold

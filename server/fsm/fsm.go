@@ -54,6 +54,16 @@ type Config struct {
 	// Raft's apply goroutine: it must return quickly (the server stops the
 	// agent from another goroutine).
 	OnHalt func(err error)
+	// OnArtifactsDeleted, when set, is called after an ArtifactDelete
+	// entry removed metadata, with the digests removed. It runs on Raft's
+	// apply goroutine: it must return quickly (the server queues the blob
+	// removals for another goroutine).
+	OnArtifactsDeleted func(digests []string)
+	// OnArtifactsUpserted, when set, is called after an ArtifactUpsert
+	// entry was applied. It runs on Raft's apply goroutine: it must return
+	// quickly (the server wakes its blob sync, which pulls blobs it lacks
+	// from other servers, on another goroutine).
+	OnArtifactsUpserted func()
 }
 
 // FSM applies Raft log entries to a state store. Its Raft methods (Apply,
@@ -63,6 +73,9 @@ type FSM struct {
 	onCapacityFreed func(index uint64)
 	state           atomic.Pointer[state.StateStore]
 	onHalt          func(err error)
+	// onArtifactsDeleted is Config.OnArtifactsDeleted.
+	onArtifactsDeleted  func(digests []string)
+	onArtifactsUpserted func()
 	// halted holds the error that halted the FSM; nil while it runs.
 	halted atomic.Pointer[error]
 	// lastApplied is the Raft index of the last entry Apply finished.
@@ -80,7 +93,8 @@ func New(cfg Config) (*FSM, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fsm: %w", err)
 	}
-	f := &FSM{logger: logger.Named("fsm"), onCapacityFreed: cfg.OnCapacityFreed, onHalt: cfg.OnHalt}
+	f := &FSM{logger: logger.Named("fsm"), onCapacityFreed: cfg.OnCapacityFreed, onHalt: cfg.OnHalt, onArtifactsDeleted: cfg.OnArtifactsDeleted,
+		onArtifactsUpserted: cfg.OnArtifactsUpserted}
 	f.state.Store(s)
 	return f, nil
 }

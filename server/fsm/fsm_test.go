@@ -3,6 +3,7 @@ package fsm
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gpulayer/gpulayer/state/statetest"
@@ -165,6 +166,25 @@ func TestApplyEachMessageType(t *testing.T) {
 			},
 		},
 		{
+			name: "artifact upsert", mt: structs.ArtifactUpsertRequestType,
+			msg: &structs.ArtifactUpsertRequest{Artifacts: []*structs.Artifact{{Digest: strings.Repeat("ab", 32), Size: 3, CreateTime: 5, JobRefs: []string{"j"}}}},
+			check: func(t *testing.T) {
+				if a, _ := tf.State().ArtifactByDigest(nil, strings.Repeat("ab", 32)); a == nil || a.Size != 3 || a.ModifyTime != 5 || len(a.JobRefs) != 1 {
+					t.Fatalf("artifact after upsert = %+v", a)
+				}
+			},
+		},
+		{
+			name: "artifact delete", mt: structs.ArtifactDeleteRequestType,
+			msg: &structs.ArtifactDeleteRequest{Artifacts: []*structs.ArtifactDelete{{Digest: strings.Repeat("ab", 32), ModifyIndex: 0}}},
+			check: func(t *testing.T) {
+				// ModifyIndex 0 does not match the stored one: kept.
+				if a, _ := tf.State().ArtifactByDigest(nil, strings.Repeat("ab", 32)); a == nil {
+					t.Fatal("artifact deleted despite a stale ModifyIndex")
+				}
+			},
+		},
+		{
 			name: "node deregister", mt: structs.NodeDeregisterRequestType,
 			msg: &structs.NodeDeregisterRequest{NodeID: node.ID},
 			check: func(t *testing.T) {
@@ -269,7 +289,7 @@ func TestApplyEachMessageType(t *testing.T) {
 			t.FailNow()
 		}
 	}
-	if every := registeredTypes(); len(every) != 16 {
+	if every := registeredTypes(); len(every) != 18 {
 		t.Fatalf("registered types = %v", every)
 	}
 }

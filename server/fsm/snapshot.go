@@ -39,6 +39,7 @@ const (
 	SnapshotRecordACLPolicy    SnapshotRecordType = 6 // a *structs.ACLPolicy
 	SnapshotRecordACLToken     SnapshotRecordType = 7 // a *structs.ACLToken
 	SnapshotRecordACLBootstrap SnapshotRecordType = 8 // a *structs.ACLBootstrap
+	SnapshotRecordArtifact     SnapshotRecordType = 9 // a *structs.Artifact (metadata only)
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
 	SnapshotRecordEnd SnapshotRecordType = 255
 )
@@ -113,7 +114,7 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 // writeState writes every table of snap as records.
 func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals,
-		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap} {
+		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap, state.TableArtifacts} {
 		idx, err := snap.Index(table)
 		if err != nil {
 			return err
@@ -161,7 +162,19 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 			return err
 		}
 	}
-	return writeACLState(sw, snap)
+	if err := writeACLState(sw, snap); err != nil {
+		return err
+	}
+	arts, err := snap.Artifacts(nil)
+	if err != nil {
+		return err
+	}
+	for _, a := range arts {
+		if err := sw.record(SnapshotRecordArtifact, a); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // writeACLState writes the ACL tables as records.
@@ -353,6 +366,12 @@ func restoreRecord(restore *state.StateRestore, dec *codec.Decoder, t SnapshotRe
 			return err
 		}
 		return restore.ACLBootstrapRestore(&b)
+	case SnapshotRecordArtifact:
+		var a structs.Artifact
+		if err := decodeRecord(dec, &a); err != nil {
+			return err
+		}
+		return restore.ArtifactRestore(&a)
 	case SnapshotRecordIndex:
 		var ie state.IndexEntry
 		if err := decodeRecord(dec, &ie); err != nil {

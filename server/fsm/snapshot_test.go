@@ -145,7 +145,7 @@ func craftSnapshot(t *testing.T, f *FSM, extra map[SnapshotRecordType]interface{
 func TestRestoreSkipsUnknownRecordTypes(t *testing.T) {
 	src := populated(t)
 	b := craftSnapshot(t, src.FSM, map[SnapshotRecordType]interface{}{
-		9:   map[string]interface{}{"Future": []interface{}{"a", 1, map[string]interface{}{"nested": true}}},
+		100: map[string]interface{}{"Future": []interface{}{"a", 1, map[string]interface{}{"nested": true}}},
 		200: "a plain string record",
 	})
 	dst := newTestFSM(t)
