@@ -40,8 +40,8 @@ const (
 	MaxTaskArtifacts = 64
 	// maxArtifactSourceLen bounds a source URL, in bytes.
 	maxArtifactSourceLen = 2048
-	// ArtifactRefPrefix starts a reference to a stored blob.
-	ArtifactRefPrefix = "artifact://sha256/"
+	// artifactSourcePrefix starts a reference to a stored blob.
+	artifactSourcePrefix = "artifact://sha256/"
 )
 
 // ArtifactRef is one file recorded on an allocation (an output, or a
@@ -122,10 +122,10 @@ func ParseChecksum(s string) (string, error) {
 
 // ArtifactRefHex returns the hex digest of "artifact://sha256/<hex>".
 func ArtifactRefHex(s string) (string, error) {
-	if !strings.HasPrefix(s, ArtifactRefPrefix) {
-		return "", fmt.Errorf("%q is not an artifact reference (want %s<64 hex digits>)", s, ArtifactRefPrefix)
+	if !strings.HasPrefix(s, artifactSourcePrefix) {
+		return "", fmt.Errorf("%q is not an artifact reference (want %s<64 hex digits>)", s, artifactSourcePrefix)
 	}
-	hex := strings.TrimPrefix(s, ArtifactRefPrefix)
+	hex := strings.TrimPrefix(s, artifactSourcePrefix)
 	if !ValidDigest(hex) {
 		return "", fmt.Errorf("%q: the digest must be 64 lower-case hex digits", s)
 	}
@@ -237,4 +237,68 @@ func artifactProblems(as []*TaskArtifact) []string {
 		}
 	}
 	return out
+}
+
+// Task events of artifacts, Nomad's names where Nomad has the event.
+const (
+	TaskEventDownloadingArtifacts   = "Downloading Artifacts"
+	TaskEventArtifactDownloadFailed = "Failed Artifact Download"
+	// TaskEventOutputsUploaded and TaskEventOutputsFailed have no Nomad
+	// counterpart (Nomad has no outputs).
+	TaskEventOutputsUploaded = "Outputs Uploaded"
+	TaskEventOutputsFailed   = "Failed Outputs Upload"
+)
+
+// Bounds of what a client records on an allocation.
+const (
+	// MaxAllocOutputs bounds Allocation.Outputs.
+	MaxAllocOutputs = 100_000
+	// maxOutputPathLen bounds an output's Path, in bytes.
+	maxOutputPathLen = 4096
+)
+
+// CheckAllocArtifacts checks the Outputs and LogArchive a client sends:
+// at most MaxAllocOutputs outputs, each with a relative slash-separated
+// Path without "..", a 64-hex Digest and a Size of 0 or more; LogArchive
+// empty or a 64-hex digest. Errors wrap ErrInvalid and name the field.
+func CheckAllocArtifacts(a *Allocation) error {
+	if len(a.Outputs) > MaxAllocOutputs {
+		return fmt.Errorf("%w: allocation %q: outputs: at most %d, got %d", ErrInvalid, a.ID, MaxAllocOutputs, len(a.Outputs))
+	}
+	for i, o := range a.Outputs {
+		if o == nil {
+			return fmt.Errorf("%w: allocation %q: outputs[%d]: is null", ErrInvalid, a.ID, i)
+		}
+		if err := CheckOutputPath(o.Path); err != nil {
+			return fmt.Errorf("%w: allocation %q: outputs[%d]: path: %v", ErrInvalid, a.ID, i, err)
+		}
+		if !ValidDigest(o.Digest) {
+			return fmt.Errorf("%w: allocation %q: outputs[%d]: digest: want 64 lower-case hex digits, got %q", ErrInvalid, a.ID, i, o.Digest)
+		}
+		if o.Size < 0 {
+			return fmt.Errorf("%w: allocation %q: outputs[%d]: size: must not be negative", ErrInvalid, a.ID, i)
+		}
+	}
+	if a.LogArchive != "" && !ValidDigest(a.LogArchive) {
+		return fmt.Errorf("%w: allocation %q: log archive: want 64 lower-case hex digits, got %q", ErrInvalid, a.ID, a.LogArchive)
+	}
+	return nil
+}
+
+// CheckOutputPath refuses a recorded path that is empty, absolute, has a
+// "..", "." or empty element, a backslash or a NUL, or is longer than
+// 4096 bytes: a downloader joins it beneath its destination.
+func CheckOutputPath(p string) error {
+	if p == "" || len(p) > maxOutputPathLen {
+		return fmt.Errorf("%q: must be 1 to %d bytes", p, maxOutputPathLen)
+	}
+	if strings.HasPrefix(p, "/") || strings.ContainsAny(p, "\\\x00") {
+		return fmt.Errorf("%q: must be a relative slash-separated path", p)
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == "" || el == "." || el == ".." {
+			return fmt.Errorf("%q: has an empty, \".\" or \"..\" element", p)
+		}
+	}
+	return nil
 }

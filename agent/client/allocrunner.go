@@ -25,7 +25,11 @@ type allocRunner struct {
 	// task runners read it without locking.
 	alloc *structs.Allocation
 
-	mu            sync.Mutex
+	mu sync.Mutex
+	// outputs and logArchive are set once every task is dead and the
+	// uploads are done (artifacts_hooks.go); sent with the final update.
+	outputs       []*structs.ArtifactRef
+	logArchive    string
 	taskStates    map[string]*structs.TaskState
 	tasks         map[string]*taskRunner
 	clientStatus  string
@@ -106,6 +110,15 @@ func (ar *allocRunner) run() {
 	}
 	for _, tr := range ar.tasks {
 		<-tr.done
+	}
+	ar.mu.Lock()
+	quiet := ar.quiet
+	ar.mu.Unlock()
+	if !quiet {
+		outputs, logs := ar.collectArtifacts(tg.Tasks)
+		ar.mu.Lock()
+		ar.outputs, ar.logArchive = outputs, logs
+		ar.mu.Unlock()
 	}
 	ar.finish()
 }
@@ -244,6 +257,8 @@ func (ar *allocRunner) changed() {
 		ClientStatus:      ar.clientStatus,
 		ClientDescription: ar.clientDesc,
 		TaskStates:        copyTaskStates(ar.taskStates),
+		Outputs:           ar.outputs,
+		LogArchive:        ar.logArchive,
 	}
 	ar.mu.Unlock()
 	ar.c.sync.enqueue(up)
