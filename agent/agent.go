@@ -165,6 +165,7 @@ func (a *Agent) start() error {
 			seed := sha256.Sum256([]byte(cfg.Name + "\x00" + cfg.DataDir + "\x00declared"))
 			simulated = append(simulated, simulatedGroups(hex.EncodeToString(seed[:]), cfg.Client.SimulatedGPUs)...)
 		}
+		outMaxFiles, outMaxBytes := cfg.Client.outputLimits()
 		cl, err := client.NewClient(&client.Config{
 			DataDir:          filepath.Join(cfg.DataDir, "client"),
 			NodeName:         cfg.Name,
@@ -184,6 +185,8 @@ func (a *Agent) start() error {
 			LogMaxFileSizeMB: cfg.Client.LogMaxFileSizeMB,
 			NativeUsers:      cfg.Client.nativeUsers(),
 			Docker:           cfg.Client.dockerAllowances(),
+			OutputMaxFiles:   outMaxFiles,
+			OutputMaxBytes:   outMaxBytes,
 		})
 		if err != nil {
 			return fmt.Errorf("start client: %w", err)
