@@ -1,6 +1,9 @@
 package agent
 
-import "fmt"
+import (
+	"fmt"
+	"net"
+)
 
 // OutputsConfig is the client's `outputs { max_files max_bytes }` block:
 // the per-task bounds of what a task's $GPULAYER_OUTPUT_DIR may hold to
@@ -35,4 +38,18 @@ func (c *ClientConfig) outputLimits() (int, int64) {
 		return 0, 0
 	}
 	return c.Outputs.MaxFiles, c.Outputs.MaxBytes
+}
+
+// loopbackAddr turns a listener address bound to every interface
+// ("0.0.0.0:4656", "[::]:4656") into one this host can dial
+// ("127.0.0.1:4656"); other addresses are returned as they are.
+func loopbackAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
 }

@@ -239,6 +239,11 @@ func artifactProblems(as []*TaskArtifact) []string {
 	return out
 }
 
+// MediaTypeLogArchive is the media type of an allocation's log archive
+// (a tar of "<task>/<task>.<stdout|stderr>.<n>" files), so the servers
+// can find it by its allocation reference once the allocation is gone.
+const MediaTypeLogArchive = "application/x-gpulayer-logs+tar"
+
 // Task events of artifacts, Nomad's names where Nomad has the event.
 const (
 	TaskEventDownloadingArtifacts   = "Downloading Artifacts"

@@ -59,7 +59,11 @@ func (c *Client) artifactStore() artifacts.Store {
 	if c.cfg.Artifacts != nil {
 		return c.cfg.Artifacts
 	}
-	if ac, ok := c.cfg.Servers.(ArtifactConn); ok {
+	ac, ok := c.cfg.ArtifactConn, c.cfg.ArtifactConn != nil
+	if !ok {
+		ac, ok = c.cfg.Servers.(ArtifactConn)
+	}
+	if ok {
 		c.mu.Lock()
 		id := c.node.ID
 		c.mu.Unlock()

@@ -105,6 +105,12 @@ type Config struct {
 	// ArtifactConn, else none (artifact:// inputs and outputs then fail
 	// with a task event).
 	Artifacts artifacts.Store
+	// ArtifactConn, when Artifacts is nil, reaches the artifact store for
+	// this node instead of Servers: an agent running the server in-process
+	// gives an HTTPServerConn to its own HTTP API, so artifacts take the
+	// same routes (verification, replication, access rules) as a remote
+	// client's. The client gives it the node's secret (SetNodeSecret).
+	ArtifactConn ArtifactConn
 	// ArtifactHTTPClient fetches https artifact sources; nil means a
 	// client with artifacts.DefaultHTTPSTimeout.
 	ArtifactHTTPClient *http.Client

@@ -14,6 +14,15 @@ import (
 
 var _ ArtifactConn = (*HTTPServerConn)(nil)
 
+// SetNodeSecret makes calls for nodeID carry secret (NodeRegister does
+// this for a connection that registers the node; an artifact-only
+// connection is told).
+func (c *HTTPServerConn) SetNodeSecret(nodeID, secret string) {
+	c.mu.Lock()
+	c.secrets[nodeID] = secret
+	c.mu.Unlock()
+}
+
 // maxMissingDigests is the contract's bound on one missing query.
 const maxMissingDigests = 10_000
 

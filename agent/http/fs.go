@@ -101,6 +101,12 @@ func (h *handler) fsLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	alloc, _, err := h.srv.AllocGet(r.Context(), lr.allocID, &structs.QueryOptions{AllowStale: true})
+	if errors.Is(err, structs.ErrNotFound) && lr.task != "" {
+		// Collected by the servers: its log archive may outlive it.
+		if ca := h.collectedAlloc(r, lr.allocID); ca != nil && h.serveArchivedLogs(w, r, ca, lr) {
+			return
+		}
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return

@@ -26,6 +26,38 @@ type ArtifactOpener interface {
 	ArtifactOpen(ctx context.Context, digest string) (io.ReadCloser, error)
 }
 
+// LogArchiveFinder is implemented by a Server that can name the log
+// archive an allocation uploaded after the allocation itself was
+// collected: the artifact whose MediaType is structs.MediaTypeLogArchive
+// and whose AllocRefs hold allocID (kept for the artifact retention
+// period after the allocation is gone), with the namespace of the job it
+// references ("" when that is unknown too). digest "" and no error when
+// there is none.
+type LogArchiveFinder interface {
+	LogArchiveFor(ctx context.Context, allocID string) (digest, namespace string, err error)
+}
+
+// collectedAlloc returns a stand-in for a collected allocation that has a
+// log archive the caller may read, or nil. The route's ACL check could
+// not see the allocation's namespace (it is gone), so it is checked here:
+// read-logs in the archive's namespace, or a management token when the
+// namespace is unknown.
+func (h *handler) collectedAlloc(r *http.Request, allocID string) *structs.Allocation {
+	f, ok := h.srv.(LogArchiveFinder)
+	if !ok {
+		return nil
+	}
+	d, ns, err := f.LogArchiveFor(r.Context(), allocID)
+	if err != nil || !structs.ValidDigest(d) {
+		return nil
+	}
+	acl, _ := aclFrom(r)
+	if !acl.IsManagement() && (ns == "" || !acl.AllowNamespaceOp(ns, structs.NamespaceCapabilityReadLogs)) {
+		return nil
+	}
+	return &structs.Allocation{ID: allocID, Namespace: ns, LogArchive: d, ClientStatus: structs.AllocClientStatusComplete}
+}
+
 // archiveTailBytes bounds what a tail (lines=, origin=end) of an
 // archived log keeps in memory: the last 16 MiB of the stream.
 const archiveTailBytes = 16 << 20

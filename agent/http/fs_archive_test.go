@@ -101,3 +101,38 @@ func TestLogsFromArchiveOnceNodeIsGone(t *testing.T) {
 		t.Fatalf("corrupt archive served: %q", body)
 	}
 }
+
+// finderServer also names the log archive of collected allocations.
+type finderServer struct {
+	*archiveServer
+	archives map[string][2]string // alloc ID -> digest, namespace
+}
+
+func (s *finderServer) LogArchiveFor(ctx context.Context, allocID string) (string, string, error) {
+	v := s.archives[allocID]
+	return v[0], v[1], nil
+}
+
+// TestLogsOfCollectedAlloc: once the servers collected the allocation,
+// its logs are served from the archive its artifact reference names,
+// with the task named; an allocation never seen stays a 404.
+func TestLogsOfCollectedAlloc(t *testing.T) {
+	fs := newFakeServer()
+	arch, digest := logTar(t, map[string]string{"main/main.stdout.0": "kept\n"}, []string{"main/main.stdout.0"})
+	srv := &finderServer{archiveServer: &archiveServer{fakeServer: fs, blobs: map[string][]byte{digest: arch}},
+		archives: map[string][2]string{"collected-1": {digest, "default"}}}
+	h, err := New(Config{Server: srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	resp, body := doReq(t, "GET", ts.URL+"/v1/client/fs/logs/collected-1?task=main&plain=true", "")
+	if resp.StatusCode != 200 || body != "kept\n" {
+		t.Fatalf("collected: %d %q", resp.StatusCode, body)
+	}
+	resp, _ = doReq(t, "GET", ts.URL+"/v1/client/fs/logs/never?task=main&plain=true", "")
+	if resp.StatusCode != 404 {
+		t.Fatalf("unknown alloc: %d", resp.StatusCode)
+	}
+}

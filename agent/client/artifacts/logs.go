@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpulayer/gpulayer/agent/driver/allocdir"
+	"github.com/gpulayer/gpulayer/structs"
 )
 
 // MaxLogArchiveBytes bounds one allocation's log archive: 1 GiB (the
@@ -111,7 +112,7 @@ func ArchiveLogs(ctx context.Context, store Store, allocDir string, tasks []stri
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return "", err
 	}
-	if err := store.Put(ctx, digest, io.LimitReader(tmp, size), size, MediaTypeTar, jobID, allocID); err != nil {
+	if err := store.Put(ctx, digest, io.LimitReader(tmp, size), size, structs.MediaTypeLogArchive, jobID, allocID); err != nil {
 		return "", fmt.Errorf("upload the log archive: %w", err)
 	}
 	return digest, nil
