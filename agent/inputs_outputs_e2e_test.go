@@ -56,7 +56,20 @@ func TestE2EArtifactInputToOutput(t *testing.T) {
 		t.Skip("starts the real binary")
 	}
 	dataDir := t.TempDir()
-	a := startDevAgent(t, dataDir)
+	// The periodic collector purges the finished allocation within
+	// seconds; unreferenced artifacts (its log archive) stay a day.
+	conf := filepath.Join(t.TempDir(), "gc.hcl")
+	if err := os.WriteFile(conf, []byte(`server {
+  job_gc_interval         = "1s"
+  job_gc_threshold        = "1s"
+  eval_gc_threshold       = "1s"
+  batch_eval_gc_threshold = "1s"
+  artifact_gc_threshold   = "24h"
+}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := startDevAgent(t, dataDir, "-config="+conf)
 	if !artifactRoutesOn(t, a.addr) {
 		t.Skip("the agent has no /v1/artifacts routes (art-server's half of issue 15 is not on this branch)")
 	}
@@ -119,5 +132,22 @@ func TestE2EArtifactInputToOutput(t *testing.T) {
 	}
 	if out, code := a.cli("alloc", "logs", alloc.ID, "main"); code != 0 || !strings.Contains(out, "wrote-output") {
 		t.Fatalf("alloc logs exited %d: %s", code, out)
+	}
+
+	// Collected: the periodic collector removes the dead batch job with
+	// its allocation, and the client the allocation's directory; the logs
+	// still read, from the archive (`system gc` would remove the archive
+	// with them: it forces the artifact collection too).
+	allocDir := filepath.Join(dataDir, "client", "allocs", alloc.ID)
+	waittest.For(t, 60*time.Second, "the client to remove the alloc dir", func() (bool, string) {
+		_, err := os.Stat(allocDir)
+		return os.IsNotExist(err), fmt.Sprintf("stat: %v", err)
+	})
+	if code := a.getJSON("/v1/allocation/"+alloc.ID, nil); code != 404 {
+		t.Fatalf("the collected allocation answers %d, want 404", code)
+	}
+	out, code := a.cli("alloc", "logs", alloc.ID, "main")
+	if code != 0 || !strings.Contains(out, "wrote-output") {
+		t.Fatalf("alloc logs of the collected allocation exited %d: %s\n(the servers need LogArchiveFor and ArtifactOpen: /work/art-client-merge-glue)", code, out)
 	}
 }
