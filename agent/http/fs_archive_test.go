@@ -136,3 +136,38 @@ func TestLogsOfCollectedAlloc(t *testing.T) {
 		t.Fatalf("unknown alloc: %d", resp.StatusCode)
 	}
 }
+
+// TestExploitCollectedAllocLogsNeedNamespaceRight: the route's ACL check
+// cannot see a collected allocation's namespace, so the archive is served
+// only to a token with read-logs in the archive's namespace (or a
+// management token when the namespace is unknown), never to one that may
+// read logs elsewhere ("default", the fallback namespace).
+func TestExploitCollectedAllocLogsNeedNamespaceRight(t *testing.T) {
+	fs := newFakeServer()
+	arch, digest := logTar(t, map[string]string{"main/main.stdout.0": "secret\n"}, []string{"main/main.stdout.0"})
+	srv := &finderServer{archiveServer: &archiveServer{fakeServer: fs, blobs: map[string][]byte{digest: arch}},
+		archives: map[string][2]string{"in-prod": {digest, "prod"}, "unknown-ns": {digest, ""}}}
+	h, err := New(Config{Server: srv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh := h.(*handler)
+	logsDefault := structs.NewACL([]*structs.ACLPolicyRules{{Namespaces: []*structs.ACLNamespaceRule{{Name: "default", Capabilities: []string{structs.NamespaceCapabilityReadLogs}}}}})
+	logsProd := structs.NewACL([]*structs.ACLPolicyRules{{Namespaces: []*structs.ACLNamespaceRule{{Name: "prod", Capabilities: []string{structs.NamespaceCapabilityReadLogs}}}}})
+	for _, c := range []struct {
+		alloc string
+		acl   *structs.ACL
+		ok    bool
+	}{
+		{"in-prod", logsDefault, false},
+		{"in-prod", logsProd, true},
+		{"unknown-ns", logsProd, false},
+		{"unknown-ns", structs.ManagementACL, true},
+	} {
+		req := httptest.NewRequest("GET", "/v1/client/fs/logs/"+c.alloc+"?task=main&plain=true", nil)
+		req = req.WithContext(context.WithValue(req.Context(), aclCtxKey{}, &aclCtx{acl: c.acl}))
+		if got := hh.collectedAlloc(req, c.alloc) != nil; got != c.ok {
+			t.Errorf("%s: served %v, want %v", c.alloc, got, c.ok)
+		}
+	}
+}
