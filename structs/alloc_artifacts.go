@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -306,4 +307,36 @@ func CheckOutputPath(p string) error {
 		}
 	}
 	return nil
+}
+
+// ArtifactDigests returns the hex digests of the artifact:// inputs the
+// job's tasks name, sorted and without repeats. The servers count them as
+// the job's references to those artifacts (access and retention).
+func (j *Job) ArtifactDigests() []string {
+	if j == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, tg := range j.TaskGroups {
+		if tg == nil {
+			continue
+		}
+		for _, t := range tg.Tasks {
+			if t == nil {
+				continue
+			}
+			for _, a := range t.Artifacts {
+				if a == nil {
+					continue
+				}
+				if hex, err := ArtifactRefHex(a.GetterSource); err == nil && !seen[hex] {
+					seen[hex] = true
+					out = append(out, hex)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
