@@ -57,14 +57,14 @@ func TestE2EArtifactInputToOutput(t *testing.T) {
 	}
 	dataDir := t.TempDir()
 	// The periodic collector purges the finished allocation within
-	// seconds; unreferenced artifacts (its log archive) stay a day.
+	// seconds; unreferenced artifacts (its log archive) stay a day
+	// (artifact_gc_threshold's default).
 	conf := filepath.Join(t.TempDir(), "gc.hcl")
 	if err := os.WriteFile(conf, []byte(`server {
   job_gc_interval         = "1s"
   job_gc_threshold        = "1s"
   eval_gc_threshold       = "1s"
   batch_eval_gc_threshold = "1s"
-  artifact_gc_threshold   = "24h"
 }
 `), 0o644); err != nil {
 		t.Fatal(err)
