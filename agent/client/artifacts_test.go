@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +189,48 @@ func TestHTTPServerConnArtifacts(t *testing.T) {
 	}
 	if m, _ := conn.ArtifactsMissing(ctx, "node-1", []string{d}); len(m) != 0 {
 		t.Fatalf("still missing %v", m)
+	}
+}
+
+// TestOutputUploadMovesToTheNextServer: a server that answers 503 to an
+// upload is skipped on the retry; the outputs reach the next server.
+func TestOutputUploadMovesToTheNextServer(t *testing.T) {
+	blobs := clienttest.NewBlobs()
+	good := httptest.NewServer(blobs.Handler("node-1", "secret-1"))
+	defer good.Close()
+	var badHits int
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			badHits++
+			io.Copy(io.Discard, r.Body)
+			http.Error(w, `{"error":"no leader"}`, http.StatusServiceUnavailable)
+			return
+		}
+		blobs.Handler("node-1", "secret-1").ServeHTTP(w, r)
+	}))
+	defer bad.Close()
+	conn, err := NewHTTPServerConn(HTTPServerConnConfig{Servers: []string{bad.URL, good.URL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetNodeSecret("node-1", "secret-1")
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/ckpt.bin", []byte("weights"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	files, _, err := artifacts.CollectOutputs(root, artifacts.OutputLimits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := artifacts.UploadOutputs(context.Background(), nodeArtifactStore{conn: conn, nodeID: "node-1"}, root, files, "j", "a"); err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := blobs.Blob(hexSum([]byte("weights"))); !ok || string(b) != "weights" || badHits != 1 {
+		t.Fatalf("stored %q %v after %d refusals", b, ok, badHits)
 	}
 }

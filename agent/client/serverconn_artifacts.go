@@ -96,7 +96,17 @@ func (c *HTTPServerConn) stream(ctx context.Context, method, path string, params
 	}
 	var lastErr error
 	for i := 0; i < tries; i++ {
-		base := c.servers[(start+i)%n]
+		idx := (start + i) % n
+		base := c.servers[idx]
+		// A failed server is skipped by the next call (a streamed upload
+		// is retried by its caller, which can reopen its file).
+		fail := func() {
+			c.mu.Lock()
+			if c.current == idx {
+				c.current = (idx + 1) % n
+			}
+			c.mu.Unlock()
+		}
 		u := *base
 		u.Path = path
 		u.RawQuery = params.Encode()
@@ -114,6 +124,7 @@ func (c *HTTPServerConn) stream(ctx context.Context, method, path string, params
 		resp, err := c.http.Do(req)
 		if err != nil {
 			lastErr = fmt.Errorf("%s %s%s: %w", method, base.Host, path, err)
+			fail()
 			continue
 		}
 		if resp.StatusCode/100 == 2 {
@@ -132,6 +143,7 @@ func (c *HTTPServerConn) stream(ctx context.Context, method, path string, params
 		if resp.StatusCode < 500 {
 			return nil, lastErr
 		}
+		fail()
 	}
 	return nil, lastErr
 }

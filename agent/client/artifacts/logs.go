@@ -109,10 +109,13 @@ func ArchiveLogs(ctx context.Context, store Store, allocDir string, tasks []stri
 	if len(missing) == 0 {
 		return digest, nil
 	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return "", err
-	}
-	if err := store.Put(ctx, digest, io.LimitReader(tmp, size), size, structs.MediaTypeLogArchive, jobID, allocID); err != nil {
+	err = retryPut(ctx, func() error {
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return err
+		}
+		return store.Put(ctx, digest, io.LimitReader(tmp, size), size, structs.MediaTypeLogArchive, jobID, allocID)
+	})
+	if err != nil {
 		return "", fmt.Errorf("upload the log archive: %w", err)
 	}
 	return digest, nil

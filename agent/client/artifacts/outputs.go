@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"syscall"
+	"time"
 )
 
 // Output limits per task, the defaults of the client's
@@ -176,15 +177,42 @@ func UploadOutputs(ctx context.Context, store Store, root *os.Root, files []Outp
 		if !ok {
 			continue
 		}
-		f, err := openOutput(root, of.Path)
-		if err != nil {
-			return fmt.Errorf("open %s: %w", of.Path, err)
-		}
-		err = store.Put(ctx, d, io.LimitReader(f, of.Size), of.Size, MediaTypeFile, jobID, allocID)
-		f.Close()
+		err := retryPut(ctx, func() error {
+			f, err := openOutput(root, of.Path)
+			if err != nil {
+				return fmt.Errorf("open %s: %w", of.Path, err)
+			}
+			defer f.Close()
+			return store.Put(ctx, d, io.LimitReader(f, of.Size), of.Size, MediaTypeFile, jobID, allocID)
+		})
 		if err != nil {
 			return fmt.Errorf("upload %s: %w", of.Path, err)
 		}
 	}
 	return nil
+}
+
+// putAttempts is how often one blob upload is tried: a server that fails
+// mid-stream is skipped by the next attempt (the connection rotates).
+const putAttempts = 3
+
+// retryPut calls put up to putAttempts times while it fails and ctx
+// lasts, waiting 200 ms, then 400 ms between attempts.
+func retryPut(ctx context.Context, put func() error) error {
+	var err error
+	for i := 0; i < putAttempts; i++ {
+		if err = put(); err == nil || ctx.Err() != nil {
+			return err
+		}
+		if i+1 < putAttempts {
+			t := time.NewTimer(time.Duration(200<<i) * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return err
+			}
+		}
+	}
+	return err
 }
