@@ -17,6 +17,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -387,5 +388,30 @@ func TestPackLogsDeterministic(t *testing.T) {
 	d, err := ArchiveLogs(context.Background(), st, allocDir, []string{"web"}, t.TempDir(), "j", "a")
 	if err != nil || d != sum(a.Bytes()) {
 		t.Fatalf("archive %s %v", d, err)
+	}
+}
+
+// TestCachePrune keeps the cache under its bound, oldest use first, and
+// never removes the blob in use.
+func TestCachePrune(t *testing.T) {
+	st := newMemStore()
+	c := &Cache{Dir: filepath.Join(t.TempDir(), "sha256"), Store: st, MaxCacheBytes: 10}
+	var ds []string
+	for i := 0; i < 3; i++ {
+		b := []byte(fmt.Sprintf("blob-%d", i)) // 6 bytes each
+		d := sum(b)
+		st.blobs[d] = b
+		ds = append(ds, d)
+		f, err := c.Open(context.Background(), &structs.TaskArtifact{GetterSource: "artifact://sha256/" + d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		old := time.Now().Add(time.Duration(i-10) * time.Minute)
+		os.Chtimes(filepath.Join(c.Dir, d), old, old)
+	}
+	ents, _ := os.ReadDir(c.Dir)
+	if len(ents) != 1 || ents[0].Name() != ds[2] {
+		t.Fatalf("cache holds %v, want only the newest", ents)
 	}
 }

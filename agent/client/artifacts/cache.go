@@ -42,6 +42,9 @@ type Cache struct {
 	HTTPSTimeout time.Duration
 	// MaxBytes bounds one blob in bytes; zero means DefaultMaxFetchBytes.
 	MaxBytes int64
+	// MaxCacheBytes bounds the whole cache (Prune); zero means
+	// DefaultCacheMaxBytes.
+	MaxCacheBytes int64
 }
 
 func (c *Cache) maxBytes() int64 {
@@ -62,6 +65,7 @@ func (c *Cache) Open(ctx context.Context, a *structs.TaskArtifact) (*os.File, er
 		return nil, err
 	}
 	if f, err := c.openVerified(want); err == nil {
+		c.touch(want)
 		return f, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		// A corrupt cached blob is dropped and fetched again.
@@ -70,6 +74,7 @@ func (c *Cache) Open(ctx context.Context, a *structs.TaskArtifact) (*os.File, er
 	if err := c.fetch(ctx, a, want); err != nil {
 		return nil, err
 	}
+	c.Prune(want)
 	return c.openVerified(want)
 }
 
