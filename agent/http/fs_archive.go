@@ -58,6 +58,14 @@ func (h *handler) collectedAlloc(r *http.Request, allocID string) *structs.Alloc
 	return &structs.Allocation{ID: allocID, Namespace: ns, LogArchive: d, ClientStatus: structs.AllocClientStatusComplete}
 }
 
+// Bounds of reading an archived log in memory: one rotated file (the
+// client rotates at log_max_file_size, 10 MiB by default) and a whole
+// stream read from its start.
+const (
+	maxArchivedLogFile = 64 << 20
+	maxArchivedLogRead = 256 << 20
+)
+
 // archiveTailBytes bounds what a tail (lines=, origin=end) of an
 // archived log keeps in memory: the last 16 MiB of the stream.
 const archiveTailBytes = 16 << 20
@@ -128,6 +136,9 @@ func archivedLog(r io.Reader, task, logType string, w *bytes.Buffer, tail bool) 
 		if err != nil || n < 0 {
 			continue
 		}
+		if hd.Size > maxArchivedLogFile {
+			return fmt.Errorf("archived log file %s is %d bytes, over %d", hd.Name, hd.Size, maxArchivedLogFile)
+		}
 		data, err := io.ReadAll(io.LimitReader(tr, hd.Size))
 		if err != nil {
 			return err
@@ -140,8 +151,8 @@ func archivedLog(r io.Reader, task, logType string, w *bytes.Buffer, tail bool) 
 			total -= int64(len(parts[0].data))
 			parts = parts[1:]
 		}
-		if !tail && total > 1<<30 {
-			return fmt.Errorf("archived log is over 1 GiB; ask for its end with origin=end")
+		if !tail && total > maxArchivedLogRead {
+			return fmt.Errorf("archived log is over %d MiB; ask for its end (lines= or origin=end)", maxArchivedLogRead>>20)
 		}
 	}
 	if len(parts) == 0 {

@@ -121,10 +121,9 @@ func ArchiveLogs(ctx context.Context, store Store, allocDir string, tasks []stri
 	return digest, nil
 }
 
-// ReadLogFromArchive returns the bytes of "<task>/<file>" from a log
-// archive read from r, at most max bytes (its tail kept when longer is
-// not wanted: the caller pages). It returns an error wrapping ErrNotFound
-// when the archive has no such entry.
+// ReadLogFromArchive copies the bytes of the entry "<task>/<file>" of a
+// log archive read from r to w and returns how many. It returns an error
+// wrapping ErrNotFound when the archive has no such entry.
 func ReadLogFromArchive(r io.Reader, task, file string, w io.Writer) (int64, error) {
 	tr := tar.NewReader(r)
 	want := task + "/" + file
