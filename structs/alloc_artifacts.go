@@ -20,9 +20,9 @@ type TaskArtifact struct {
 	GetterOptions map[string]string `json:",omitempty"`
 	// GetterMode is "file" (the bytes are written as one file at
 	// RelativeDest) or "dir" (the bytes are a tar unpacked beneath
-	// RelativeDest). Empty means "file" for https sources and "dir" for
-	// artifact sources with a tar media type; the client defaults it to
-	// "file" when in doubt.
+	// RelativeDest). Empty: bytes that are a tar (the "ustar" magic, or
+	// gzip with ".tar" in the source) are unpacked, any others written
+	// as a file.
 	GetterMode string `json:",omitempty"`
 	// RelativeDest is a slash-separated path relative to the task
 	// directory, such as "local/data" (default "local/"). It must not be
