@@ -137,8 +137,20 @@ func (a *Agent) start() error {
 
 	if cfg.Client.Enabled {
 		var servers client.ServerConn
+		var artConn client.ArtifactConn
 		if a.server != nil {
 			servers = a.server
+			// Artifacts go through this agent's own HTTP API, the routes
+			// a remote client uses (see client.Config.ArtifactConn).
+			own, err := client.NewHTTPServerConn(client.HTTPServerConnConfig{
+				Servers: []string{loopbackAddr(ln.Addr().String())},
+				Logger:  a.logger.Named("client").Named("artifacts"),
+				TLS:     serverHTTPTLS(tb),
+			})
+			if err != nil {
+				return fmt.Errorf("client: artifact connection to %s: %w", ln.Addr(), err)
+			}
+			artConn = own
 		} else {
 			conn, err := client.NewHTTPServerConn(client.HTTPServerConnConfig{
 				Servers:       cfg.Client.Servers,
@@ -168,6 +180,7 @@ func (a *Agent) start() error {
 			seed := sha256.Sum256([]byte(cfg.Name + "\x00" + cfg.DataDir + "\x00declared"))
 			simulated = append(simulated, simulatedGroups(hex.EncodeToString(seed[:]), cfg.Client.SimulatedGPUs)...)
 		}
+		outMaxFiles, outMaxBytes := cfg.Client.outputLimits()
 		cl, err := client.NewClient(&client.Config{
 			DataDir:          filepath.Join(cfg.DataDir, "client"),
 			NodeName:         cfg.Name,
@@ -187,6 +200,9 @@ func (a *Agent) start() error {
 			LogMaxFileSizeMB: cfg.Client.LogMaxFileSizeMB,
 			NativeUsers:      cfg.Client.nativeUsers(),
 			Docker:           cfg.Client.dockerAllowances(),
+			ArtifactConn:     artConn,
+			OutputMaxFiles:   outMaxFiles,
+			OutputMaxBytes:   outMaxBytes,
 		})
 		if err != nil {
 			return fmt.Errorf("start client: %w", err)

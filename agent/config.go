@@ -153,6 +153,8 @@ type ClientConfig struct {
 	// (config_tasks.go); nil means the defaults, which allow nothing.
 	Native *NativeConfig `hcl:"native,block"`
 	Docker *DockerConfig `hcl:"docker,block"`
+	// Outputs bounds each task's uploaded outputs (config_outputs.go).
+	Outputs *OutputsConfig `hcl:"outputs,block"`
 }
 
 // DefaultConfig returns the defaults for a production agent (neither role
@@ -339,6 +341,9 @@ func (c *Config) Merge(o *Config) {
 		if cl.Native != nil {
 			c.Client.Native = cl.Native
 		}
+		if cl.Outputs != nil {
+			c.Client.Outputs = cl.Outputs
+		}
 		if cl.Docker != nil {
 			c.Client.Docker = cl.Docker
 		}
@@ -370,6 +375,7 @@ func (c *Config) Validate() error {
 	p = append(p, c.validateACL()...)
 	p = append(p, c.Server.validateGC()...)
 	p = append(p, c.Client.validateTasks()...)
+	p = append(p, c.Client.validateOutputs()...)
 	p = append(p, c.validateLimits()...)
 	if c.Client.DevGPUs != nil && (*c.Client.DevGPUs < 0 || *c.Client.DevGPUs > 64) {
 		p = append(p, fmt.Sprintf("client.dev_gpus: must be between 0 and 64, got %d", *c.Client.DevGPUs))

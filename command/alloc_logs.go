@@ -145,9 +145,22 @@ func (c *AllocLogsCommand) Run(args []string) int {
 		}
 		args = append([]string{alloc.ID}, args...)
 	}
-	alloc, code := c.Meta.resolveAlloc(client, args[0])
+	var alloc *api.Allocation
+	if len(args) > 1 && isFullAllocID(args[0]) {
+		// A full ID with a task: ask for the logs even when the servers
+		// no longer list the allocation (collected): they answer from
+		// its log archive.
+		if a, _, err := client.Allocations().Info(args[0], nil); err == nil {
+			alloc = a
+		} else if api.IsNotFound(err) {
+			alloc = &api.Allocation{ID: args[0]}
+		}
+	}
 	if alloc == nil {
-		return code
+		var code int
+		if alloc, code = c.Meta.resolveAlloc(client, args[0]); alloc == nil {
+			return code
+		}
 	}
 	task := ""
 	if len(args) > 1 {
@@ -239,4 +252,25 @@ func (m *Meta) taskFinished(ctx context.Context, client *api.Client, allocID, ta
 		}
 		index = meta.LastIndex
 	}
+}
+
+// isFullAllocID reports whether s has the shape of a whole allocation ID
+// (a UUID: 36 characters, dashes at 8, 13, 18 and 23, hex elsewhere).
+func isFullAllocID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }

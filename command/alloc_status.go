@@ -123,6 +123,17 @@ func (m *Meta) formatAlloc(a *api.Allocation) string {
 		sb.WriteString("\n\n")
 		sb.WriteString(m.formatTask(a, name))
 	}
+	if ins := allocInputs(a); len(ins) > 0 {
+		sb.WriteString("\n\nInputs\n")
+		sb.WriteString(table([]string{"Task", "Source", "Destination"}, ins))
+	}
+	if len(a.Outputs) > 0 {
+		sb.WriteString("\n\nOutputs\n")
+		sb.WriteString(formatOutputs(a.Outputs))
+	}
+	if a.LogArchive != "" {
+		sb.WriteString("\n\nLog Archive = artifact://sha256/" + a.LogArchive)
+	}
 	return sb.String()
 }
 
@@ -238,4 +249,34 @@ func eventDescription(e *api.TaskEvent) string {
 		return fmt.Sprintf("Exit Code: %d, Signal: %d", e.ExitCode, e.Signal)
 	}
 	return ""
+}
+
+// allocInputs lists the artifact blocks of the allocation's tasks as
+// rows of task, source and destination.
+func allocInputs(a *api.Allocation) [][]string {
+	var rows [][]string
+	if a.Job == nil {
+		return nil
+	}
+	for _, tg := range a.Job.TaskGroups {
+		if tg == nil || tg.Name != a.TaskGroup {
+			continue
+		}
+		for _, t := range tg.Tasks {
+			if t == nil {
+				continue
+			}
+			for _, art := range t.Artifacts {
+				if art == nil {
+					continue
+				}
+				dest := art.RelativeDest
+				if dest == "" {
+					dest = "local/"
+				}
+				rows = append(rows, []string{t.Name, art.GetterSource, dest})
+			}
+		}
+	}
+	return rows
 }

@@ -73,6 +73,7 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"alloc":            func() (cli.Command, error) { return &AllocCommand{Meta: m}, nil },
 		"alloc status":     func() (cli.Command, error) { return &AllocStatusCommand{Meta: m}, nil },
 		"alloc logs":       func() (cli.Command, error) { return &AllocLogsCommand{Meta: m}, nil },
+		"alloc outputs":    func() (cli.Command, error) { return &AllocOutputsCommand{Meta: m}, nil },
 		"alloc stop":       func() (cli.Command, error) { return &AllocStopCommand{Meta: m}, nil },
 		"alloc signal":     func() (cli.Command, error) { return &AllocSignalCommand{Meta: m}, nil },
 		"alloc restart":    func() (cli.Command, error) { return &AllocRestartCommand{Meta: m}, nil },

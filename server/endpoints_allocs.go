@@ -49,7 +49,11 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 			return fmt.Errorf("update allocs: %w: allocation without ID", structs.ErrInvalid)
 		}
 		// Only the client's fields travel through Raft.
-		upd := &structs.Allocation{ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription}
+		if err := structs.CheckAllocArtifacts(a); err != nil {
+			return fmt.Errorf("update allocs: %w", err)
+		}
+		upd := &structs.Allocation{ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
+			Outputs: a.Copy().Outputs, LogArchive: a.LogArchive}
 		if a.TaskStates != nil {
 			upd.TaskStates = a.Copy().TaskStates
 		}

@@ -131,7 +131,8 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 
 // UpdateAllocsFromClient records client-side status at Raft index index:
 // for each update, a copy of the stored allocation takes ClientStatus,
-// ClientDescription and TaskStates (copied) from it, with ModifyIndex =
+// ClientDescription and TaskStates (copied) from it, and Outputs and
+// LogArchive when the update has them (kept otherwise), with ModifyIndex =
 // index and ModifyTime = updatedAt (Unix nanoseconds). AllocModifyIndex, the
 // server-side change index, is kept. Unknown allocation IDs are skipped.
 // The statuses of the touched jobs are recomputed. Errors wrap
@@ -171,6 +172,21 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		a.ClientStatus = upd.ClientStatus
 		a.ClientDescription = upd.ClientDescription
 		a.TaskStates = states
+		// Outputs and the log archive come once, with the final update;
+		// a later update without them (a status resent after a client
+		// restart) keeps them.
+		if len(upd.Outputs) > 0 {
+			if err := structs.CheckAllocArtifacts(&structs.Allocation{ID: upd.ID, Outputs: upd.Outputs}); err != nil {
+				return err
+			}
+			a.Outputs = (&structs.Allocation{Outputs: upd.Outputs}).Copy().Outputs
+		}
+		if upd.LogArchive != "" {
+			if !structs.ValidDigest(upd.LogArchive) {
+				return invalid("client update: allocation %s: log archive is not a hex SHA-256", upd.ID)
+			}
+			a.LogArchive = upd.LogArchive
+		}
 		a.ModifyIndex = index
 		a.ModifyTime = updatedAt
 		if err := txn.Insert(TableAllocs, a); err != nil {

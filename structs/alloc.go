@@ -74,6 +74,14 @@ type Allocation struct {
 	// PreemptedByJob is the ID of the job this allocation was evicted for
 	// (DesiredStatus "evict"); see structs/preempt.go.
 	PreemptedByJob string `json:",omitempty"`
+	// Outputs are the files the tasks left in their output directories,
+	// uploaded to the artifact store when they ended (path, digest, size);
+	// set by the client's final update, all or none.
+	Outputs []*ArtifactRef `json:",omitempty"`
+	// LogArchive is the hex SHA-256 of a tar of the tasks' rotated log
+	// files, archived by the client when the allocation finished, so
+	// `alloc logs` reads them once the node is gone.
+	LogArchive string `json:",omitempty"`
 
 	CreateIndex      uint64
 	ModifyIndex      uint64
@@ -204,6 +212,7 @@ func (a *Allocation) Copy() *Allocation {
 		n.AllocatedResources = ar
 	}
 	n.Gang = a.Gang.Copy()
+	n.Outputs = copyArtifactRefs(a.Outputs)
 	if a.TaskStates != nil {
 		n.TaskStates = make(map[string]*TaskState, len(a.TaskStates))
 		for k, ts := range a.TaskStates {

@@ -157,6 +157,9 @@ type Task struct {
 	// native driver on an agent running as root, a user the client
 	// allows; empty means the client's default ("nobody").
 	User string
+	// Artifacts are fetched beneath the task directory before the task
+	// starts (structs/alloc_artifacts.go); at most MaxTaskArtifacts.
+	Artifacts []*TaskArtifact `json:",omitempty"`
 }
 
 // validUser is what a task's user may look like (POSIX portable user
@@ -464,6 +467,9 @@ func (tg *TaskGroup) validate(jobType string) []string {
 		for _, msg := range taskBoundProblems(t) {
 			add("%s: %s", where, msg)
 		}
+		for _, msg := range artifactProblems(t.Artifacts) {
+			add("%s: %s", where, msg)
+		}
 		if r := t.Resources; r != nil {
 			if r.CPU < 0 {
 				add("%s: resources: cpu: must be 0 or more MHz, got %d", where, r.CPU)
@@ -611,6 +617,7 @@ func (t *Task) Copy() *Task {
 	n.Constraints = copyConstraints(t.Constraints)
 	n.Affinities = copyAffinities(t.Affinities)
 	n.Resources = t.Resources.Copy()
+	n.Artifacts = copyTaskArtifacts(t.Artifacts)
 	return &n
 }
 

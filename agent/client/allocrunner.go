@@ -26,7 +26,17 @@ type allocRunner struct {
 	// task runners read it without locking.
 	alloc *structs.Allocation
 
-	mu            sync.Mutex
+	mu sync.Mutex
+	// outputs and logArchive are set once every task is dead and the
+	// uploads are done (artifacts_hooks.go); sent with the final update.
+	outputs    []*structs.ArtifactRef
+	logArchive string
+	// collected is set once the outputs and logs are uploaded (or there
+	// was nothing to do): until then an allocation whose tasks are all
+	// dead still reports running, so the servers never see it finished
+	// without its outputs (a collector could remove it first), nor free
+	// its devices while the uploads read its directory.
+	collected     bool
 	taskStates    map[string]*structs.TaskState
 	tasks         map[string]*taskRunner
 	clientStatus  string
@@ -108,6 +118,18 @@ func (ar *allocRunner) run() {
 	for _, tr := range ar.tasks {
 		<-tr.done
 	}
+	ar.mu.Lock()
+	quiet := ar.quiet
+	ar.mu.Unlock()
+	var outputs []*structs.ArtifactRef
+	var logs string
+	if !quiet {
+		outputs, logs = ar.collectArtifacts(tg.Tasks)
+	}
+	ar.mu.Lock()
+	ar.outputs, ar.logArchive, ar.collected = outputs, logs, true
+	ar.recompute()
+	ar.mu.Unlock()
 	ar.finish()
 }
 
@@ -222,6 +244,8 @@ func (ar *allocRunner) recompute() {
 		}
 	}
 	switch {
+	case dead == len(ar.taskStates) && !ar.collected:
+		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusRunning, "Tasks have ended; uploading outputs and logs"
 	case dead == len(ar.taskStates) && len(failed) > 0:
 		sort.Strings(failed)
 		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusFailed, "Failed tasks: "+strings.Join(failed, ", ")
@@ -247,6 +271,8 @@ func (ar *allocRunner) changed() {
 		ClientStatus:      ar.clientStatus,
 		ClientDescription: ar.clientDesc,
 		TaskStates:        copyTaskStates(ar.taskStates),
+		Outputs:           ar.outputs,
+		LogArchive:        ar.logArchive,
 	}
 	ar.mu.Unlock()
 	ar.c.sync.enqueue(up)

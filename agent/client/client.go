@@ -95,6 +95,9 @@ func NewClient(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	c.node = node
+	if sc, ok := c0.ArtifactConn.(interface{ SetNodeSecret(id, secret string) }); ok {
+		sc.SetNodeSecret(node.ID, node.SecretID)
+	}
 	c.state, err = openState(c0.DataDir)
 	if err != nil {
 		return nil, err

@@ -3,10 +3,12 @@ package client
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/gpulayer/gpulayer/agent/client/artifacts"
 	"github.com/gpulayer/gpulayer/agent/client/devices"
 	"github.com/gpulayer/gpulayer/agent/driver"
 	"github.com/gpulayer/gpulayer/agent/driver/docker"
@@ -97,6 +99,26 @@ type Config struct {
 	// NVML, and so how often an unhealthy one is re-probed (health.go);
 	// default devices.DefaultHealthInterval (30 s).
 	DeviceHealthInterval time.Duration
+
+	// Artifacts is the artifact store inputs come from and outputs and
+	// log archives go to; nil means Servers when it implements
+	// ArtifactConn, else none (artifact:// inputs and outputs then fail
+	// with a task event).
+	Artifacts artifacts.Store
+	// ArtifactConn, when Artifacts is nil, reaches the artifact store for
+	// this node instead of Servers: an agent running the server in-process
+	// gives an HTTPServerConn to its own HTTP API, so artifacts take the
+	// same routes (verification, replication, access rules) as a remote
+	// client's. The client gives it the node's secret (SetNodeSecret).
+	ArtifactConn ArtifactConn
+	// ArtifactHTTPClient fetches https artifact sources; nil means a
+	// client with artifacts.DefaultHTTPSTimeout.
+	ArtifactHTTPClient *http.Client
+	// OutputMaxFiles and OutputMaxBytes bound one task's outputs (client
+	// config `outputs { max_files max_bytes }`); zero means 1,000 files
+	// and 512 MiB.
+	OutputMaxFiles int
+	OutputMaxBytes int64
 
 	// logMaxFileSizeBytes overrides LogMaxFileSizeMB in tests.
 	logMaxFileSizeBytes int64

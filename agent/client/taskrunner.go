@@ -114,6 +114,11 @@ func (tr *taskRunner) run() {
 	}
 	if tr.recovered == nil {
 		tr.setState(tr.event(structs.TaskEventSetup, "Building Task Directory", nil), nil)
+		if err := tr.fetchArtifacts(tr.ar.c.ctx); err != nil {
+			tr.logger.Error("artifact failed", "error", err)
+			tr.dead(tr.event(structs.TaskEventArtifactDownloadFailed, err.Error(), nil), true)
+			return
+		}
 	}
 
 	for {
@@ -380,6 +385,7 @@ func (tr *taskRunner) env() map[string]string {
 	env["GPULAYER_TASK_NAME"] = tr.task.Name
 	env["GPULAYER_TASK_DIR"] = tr.taskDir
 	env["GPULAYER_ALLOC_DIR"] = tr.ar.allocDir
+	env["GPULAYER_OUTPUT_DIR"] = filepath.Join(tr.taskDir, "outputs")
 	var ids []string
 	if r := tr.resources(); r != nil {
 		for _, d := range r.Devices {

@@ -110,7 +110,7 @@ func (h *handler) clientOnlyLogs(w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, badRequest("task parameter is required on an agent without a server"))
 		return
 	}
-	h.streamLocal(w, r, lr)
+	h.streamLocal(w, r, lr, nil)
 }
 
 // clientOnlySelf handles GET /v1/agent/self on a client-only agent.

@@ -101,6 +101,12 @@ func (h *handler) fsLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	alloc, _, err := h.srv.AllocGet(r.Context(), lr.allocID, &structs.QueryOptions{AllowStale: true})
+	if errors.Is(err, structs.ErrNotFound) && lr.task != "" {
+		// Collected by the servers: its log archive may outlive it.
+		if ca := h.collectedAlloc(r, lr.allocID); ca != nil && h.serveArchivedLogs(w, r, ca, lr) {
+			return
+		}
+	}
 	if err != nil {
 		h.writeError(w, r, err)
 		return
@@ -113,7 +119,7 @@ func (h *handler) fsLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.client != nil {
 		if n := h.client.Node(); n != nil && n.ID == alloc.NodeID {
-			h.streamLocal(w, r, lr)
+			h.streamLocal(w, r, lr, alloc)
 			return
 		}
 	}
@@ -122,6 +128,13 @@ func (h *handler) fsLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.proxyLogs(w, r, alloc, lr)
+}
+
+// logsGone reports whether a logs request should fall back to the
+// allocation's log archive: the allocation is finished and archived, and
+// the node answered that it no longer has it (or could not be reached).
+func logsGone(alloc *structs.Allocation) bool {
+	return alloc.LogArchive != "" && alloc.ClientTerminalStatus()
 }
 
 // onlyTask returns the name of the allocation's only task, or a 400 error
@@ -147,7 +160,7 @@ func onlyTask(alloc *structs.Allocation) (string, error) {
 }
 
 // streamLocal copies the local client's log stream to w.
-func (h *handler) streamLocal(w http.ResponseWriter, r *http.Request, lr *logsRequest) {
+func (h *handler) streamLocal(w http.ResponseWriter, r *http.Request, lr *logsRequest, alloc *structs.Allocation) {
 	var rc io.ReadCloser
 	var err error
 	// A followed log never ends by itself: it ends with the request or
@@ -160,6 +173,9 @@ func (h *handler) streamLocal(w http.ResponseWriter, r *http.Request, lr *logsRe
 		rc, err = h.client.AllocLogs(ctx, lr.allocID, lr.task, lr.logType, lr.follow)
 	}
 	if err != nil {
+		if errors.Is(err, structs.ErrNotFound) && alloc != nil && logsGone(alloc) && h.serveArchivedLogs(w, r, alloc, lr) {
+			return
+		}
 		h.writeError(w, r, err)
 		return
 	}
@@ -202,6 +218,10 @@ func (h *handler) stream(w http.ResponseWriter, src io.Reader, status int) {
 // streams its answer back unchanged (status and body).
 func (h *handler) proxyLogs(w http.ResponseWriter, r *http.Request, alloc *structs.Allocation, lr *logsRequest) {
 	node, _, err := h.srv.NodeGet(r.Context(), alloc.NodeID, &structs.QueryOptions{AllowStale: true})
+	if logsGone(alloc) && (err != nil || node == nil || node.Status == structs.NodeStatusDown || node.HTTPAddr == "") &&
+		h.serveArchivedLogs(w, r, alloc, lr) {
+		return
+	}
 	if err != nil {
 		h.writeError(w, r, fmt.Errorf("node %q of allocation %q: %w", alloc.NodeID, alloc.ID, err))
 		return
@@ -244,11 +264,17 @@ func (h *handler) proxyLogs(w http.ResponseWriter, r *http.Request, alloc *struc
 	}
 	h.logger.Debug("proxying logs", "alloc_id", alloc.ID, "node_id", node.ID, "addr", node.HTTPAddr)
 	resp, err := h.peers.node.Do(req)
+	if err != nil && logsGone(alloc) && h.serveArchivedLogs(w, r, alloc, lr) {
+		return
+	}
 	if err != nil {
 		h.writeError(w, r, fmt.Errorf("proxy logs to node %q at %s: %w", node.ID, node.HTTPAddr, err))
 		return
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound && logsGone(alloc) && h.serveArchivedLogs(w, r, alloc, lr) {
+		return
+	}
 	if resp.StatusCode != http.StatusOK {
 		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
 		w.WriteHeader(resp.StatusCode)

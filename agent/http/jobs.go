@@ -26,7 +26,11 @@ func (h *handler) jobRegister(w http.ResponseWriter, r *http.Request) (interface
 	if err := h.checkJobSubmit(r, req.Job.ID, req.Job.Namespace); err != nil {
 		return nil, err
 	}
-	resp, err := h.srv.JobRegister(r.Context(), convert.JobToStructs(req.Job))
+	job := convert.JobToStructs(req.Job)
+	if err := h.referenceJobArtifacts(r, job); err != nil {
+		return nil, err
+	}
+	resp, err := h.srv.JobRegister(r.Context(), job)
 	if err != nil {
 		return nil, err
 	}

@@ -48,6 +48,12 @@ type allocView struct {
 	// RemoteStats is set when the allocation's node is not this agent's
 	// client: the page reads its telemetry through /v1/client/stats.
 	RemoteStats bool
+	// Inputs and Outputs list the tasks' artifact blocks and the files
+	// recorded when they ended (ui_artifacts.go); LogArchive is the
+	// archived logs' link, "" when none.
+	Inputs     []inputRow
+	Outputs    []outputRow
+	LogArchive *outputRow
 	// Released is set when the allocation no longer holds its GPUs (its
 	// client reported it finished): their telemetry now belongs to whichever
 	// allocation holds them, so the page shows none.
@@ -175,6 +181,7 @@ func (u *ui) allocPage(r *http.Request) (string, pageData, error) {
 			}
 		}
 	}
+	v.Inputs, v.Outputs, v.LogArchive = allocArtifactRows(a, tasks)
 	return "alloc", v, nil
 }
 

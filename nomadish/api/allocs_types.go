@@ -50,6 +50,12 @@ type Allocation struct {
 	Gang *GangInfo `json:",omitempty"`
 	// PreemptedByJob names the job an evicted allocation made room for.
 	PreemptedByJob string `json:",omitempty"`
+	// Outputs are the files the tasks left in their output directories,
+	// uploaded when they ended.
+	Outputs []*ArtifactRef `json:",omitempty"`
+	// LogArchive is the hex SHA-256 of the tar of the tasks' log files,
+	// archived when the allocation finished.
+	LogArchive string `json:",omitempty"`
 
 	CreateIndex      uint64
 	ModifyIndex      uint64
@@ -57,6 +63,14 @@ type Allocation struct {
 	// CreateTime and ModifyTime are Unix nanoseconds.
 	CreateTime int64
 	ModifyTime int64
+}
+
+// ArtifactRef is one recorded file: Path "<task>/<relative path>",
+// Digest the lower-case hex SHA-256, Size in bytes.
+type ArtifactRef struct {
+	Path   string
+	Digest string
+	Size   int64
 }
 
 // AllocatedResources is what the plan gave an allocation, per task name.

@@ -148,6 +148,20 @@ type Task struct {
 	// User is the user the task runs as; empty means the client's default
 	// ("nobody" for native tasks on an agent running as root).
 	User string `json:",omitempty"`
+	// Artifacts are fetched beneath the task directory before it starts.
+	Artifacts []*TaskArtifact `json:",omitempty"`
+}
+
+// TaskArtifact is Nomad's artifact block: GetterSource is
+// "artifact://sha256/<hex>" or an https URL; GetterOptions may hold
+// "checksum"; GetterMode is "file" or "dir"; RelativeDest is relative to
+// the task directory ("local/data"); Checksum is "sha256:<64 hex>".
+type TaskArtifact struct {
+	GetterSource  string
+	GetterOptions map[string]string `json:",omitempty"`
+	GetterMode    string            `json:",omitempty"`
+	RelativeDest  string
+	Checksum      string `json:",omitempty"`
 }
 
 // Resources is what a task needs from a node.

@@ -171,6 +171,7 @@ func taskToStructs(t *api.Task) *structs.Task {
 		KillTimeout: t.KillTimeout,
 		KillSignal:  t.KillSignal,
 		User:        t.User,
+		Artifacts:   artifactsToStructs(t.Artifacts),
 	}
 }
 
@@ -190,7 +191,42 @@ func taskFromStructs(t *structs.Task) *api.Task {
 		KillTimeout: t.KillTimeout,
 		KillSignal:  t.KillSignal,
 		User:        t.User,
+		Artifacts:   artifactsFromStructs(t.Artifacts),
 	}
+}
+
+func artifactsToStructs(as []*api.TaskArtifact) []*structs.TaskArtifact {
+	if as == nil {
+		return nil
+	}
+	out := make([]*structs.TaskArtifact, len(as))
+	for i, a := range as {
+		if a == nil {
+			continue
+		}
+		out[i] = &structs.TaskArtifact{
+			GetterSource: a.GetterSource, GetterOptions: cloneStringMap(a.GetterOptions),
+			GetterMode: a.GetterMode, RelativeDest: a.RelativeDest, Checksum: a.Checksum,
+		}
+	}
+	return out
+}
+
+func artifactsFromStructs(as []*structs.TaskArtifact) []*api.TaskArtifact {
+	if as == nil {
+		return nil
+	}
+	out := make([]*api.TaskArtifact, len(as))
+	for i, a := range as {
+		if a == nil {
+			continue
+		}
+		out[i] = &api.TaskArtifact{
+			GetterSource: a.GetterSource, GetterOptions: cloneStringMap(a.GetterOptions),
+			GetterMode: a.GetterMode, RelativeDest: a.RelativeDest, Checksum: a.Checksum,
+		}
+	}
+	return out
 }
 
 func resourcesToStructs(r *api.Resources) *structs.Resources {

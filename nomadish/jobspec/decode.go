@@ -70,7 +70,7 @@ var (
 		},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "config"}, {Type: "env"}, {Type: "meta"}, {Type: "resources"},
-			{Type: "constraint"}, {Type: "affinity"},
+			{Type: "constraint"}, {Type: "affinity"}, {Type: "artifact"},
 		},
 	}
 	resourcesSchema = &hcl.BodySchema{
@@ -204,6 +204,8 @@ func (d *decoder) task(block *hcl.Block) *api.Task {
 				continue
 			}
 			t.Resources = d.resources(b)
+		case "artifact":
+			t.Artifacts = append(t.Artifacts, d.artifact(b))
 		}
 	}
 	return t

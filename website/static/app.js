@@ -416,6 +416,23 @@
     });
   }
 
+  // downloadArtifact fetches a blob route with the token header (API
+  // routes never read the cookie) and saves it under name.
+  function downloadArtifact(href, name) {
+    fetch(href, { headers: headers() }).then(function (resp) {
+      if (resp.status === 403) { showToken(); }
+      if (!resp.ok) { throw new Error(resp.status + ' ' + resp.statusText); }
+      return resp.blob();
+    }).then(function (b) {
+      var a = document.createElement('a');
+      a.href = URL.createObjectURL(b);
+      a.download = name || 'artifact';
+      document.body.appendChild(a);
+      a.click();
+      setTimeout(function () { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+    }).catch(function (e) { flash('Download failed: ' + e.message, true); });
+  }
+
   // ---- wiring ---------------------------------------------------------------
 
   document.addEventListener('click', function (ev) {
@@ -435,6 +452,9 @@
         setTokenCookie('');
         document.getElementById('token-input').value = '';
         flash('Token cleared');
+        break;
+      case 'download-artifact':
+        downloadArtifact(t.dataset.digest, t.dataset.name);
         break;
       case 'log-type':
         var pre = document.getElementById(t.dataset.target);

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -34,11 +35,13 @@ type Server struct {
 	updates       int
 	// failRegister makes the next n NodeRegister calls fail.
 	failRegister int
+	// blobs is the artifact store (artifacts.go).
+	blobs *Blobs
 }
 
 // NewServer returns an empty fake server at index 1.
 func NewServer() *Server {
-	return &Server{changed: make(chan struct{}), index: 1, ttl: DefaultHeartbeatTTL, nodes: map[string]*structs.Node{}, allocs: map[string]*structs.Allocation{}}
+	return &Server{changed: make(chan struct{}), index: 1, ttl: DefaultHeartbeatTTL, nodes: map[string]*structs.Node{}, allocs: map[string]*structs.Allocation{}, blobs: NewBlobs()}
 }
 
 // bump advances the index and wakes blocking queries. Call with mu held.
@@ -174,6 +177,12 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 				n.TaskStates[k] = ts.Copy()
 			}
 		}
+		if len(u.Outputs) > 0 {
+			n.Outputs = u.Copy().Outputs
+		}
+		if u.LogArchive != "" {
+			n.LogArchive = u.LogArchive
+		}
 		n.ModifyIndex = s.bump()
 		s.allocs[u.ID] = n
 		s.updates++
@@ -282,4 +291,23 @@ func DescribeTaskStates(m map[string]*structs.TaskState) string {
 		}
 	}
 	return out
+}
+
+// Blobs is the fake's artifact store.
+func (s *Server) Blobs() *Blobs { return s.blobs }
+
+// ArtifactsMissing, ArtifactPut and ArtifactGet make the fake a
+// client.ArtifactConn over its Blobs.
+func (s *Server) ArtifactsMissing(ctx context.Context, nodeID string, digests []string) ([]string, error) {
+	return s.blobs.ArtifactsMissing(ctx, nodeID, digests)
+}
+
+// ArtifactPut stores an upload in the fake's Blobs.
+func (s *Server) ArtifactPut(ctx context.Context, nodeID, d string, r io.Reader, size int64, mediaType, jobID, allocID string) error {
+	return s.blobs.ArtifactPut(ctx, nodeID, d, r, size, mediaType, jobID, allocID)
+}
+
+// ArtifactGet reads from the fake's Blobs.
+func (s *Server) ArtifactGet(ctx context.Context, nodeID, d string) (io.ReadCloser, error) {
+	return s.blobs.ArtifactGet(ctx, nodeID, d)
 }

@@ -256,11 +256,14 @@ func (d *Driver) containerConfig(cfg *driver.TaskConfig, tc *taskConfig, allocDi
 	// directories at their container paths.
 	env := make([]string, 0, len(cfg.Env)+2)
 	for k, v := range cfg.Env {
-		if k != "GPULAYER_ALLOC_DIR" && k != "GPULAYER_TASK_DIR" {
+		if k != "GPULAYER_ALLOC_DIR" && k != "GPULAYER_TASK_DIR" && k != "GPULAYER_OUTPUT_DIR" {
 			env = append(env, k+"="+v)
 		}
 	}
 	env = append(env, "GPULAYER_ALLOC_DIR="+ContainerAllocDir, "GPULAYER_TASK_DIR="+ContainerAllocDir+"/"+cfg.Name)
+	if _, ok := cfg.Env["GPULAYER_OUTPUT_DIR"]; ok {
+		env = append(env, "GPULAYER_OUTPUT_DIR="+ContainerAllocDir+"/"+cfg.Name+"/outputs")
+	}
 	sort.Strings(env)
 	labels := map[string]string{}
 	for k, v := range tc.Labels {
