@@ -71,6 +71,28 @@ func (ar *allocRunner) jobName() string {
 	return ar.alloc.JobID
 }
 
+// taskRunnerConfig is what the task runner of t gets from this alloc
+// runner and its client.
+func (ar *allocRunner) taskRunnerConfig(t *structs.Task, rp *structs.RestartPolicy) taskRunnerConfig {
+	c := ar.c
+	return taskRunnerConfig{
+		Alloc:          ar.alloc,
+		AllocDir:       ar.allocDir,
+		JobName:        ar.jobName(),
+		Task:           t,
+		Driver:         c.driver(t.Driver),
+		Restart:        rp,
+		Logger:         ar.logger,
+		Ctx:            c.ctx,
+		LogMaxFiles:    c.cfg.LogMaxFiles,
+		LogMaxFileSize: c.cfg.logMaxFileSizeBytes,
+		CPUMHzPerCore:  c.cpuMHzPerCore,
+		Handles:        c.state,
+		UpdateState:    ar.updateTask,
+		Prestart:       []taskPrestartHook{artifactsHook{cache: c.artifactCache}},
+	}
+}
+
 // run starts every task and returns once all are dead.
 func (ar *allocRunner) run() {
 	defer close(ar.done)
@@ -85,8 +107,7 @@ func (ar *allocRunner) run() {
 	}
 	ar.mu.Lock()
 	for _, t := range tg.Tasks {
-		drv := ar.c.driver(t.Driver)
-		tr := newTaskRunner(ar, t, drv, tg.RestartPolicy)
+		tr := newTaskRunner(ar.taskRunnerConfig(t, tg.RestartPolicy))
 		tr.recovered = ar.recovered[t.Name]
 		ar.tasks[t.Name] = tr
 		if prev := ar.alloc.TaskStates[t.Name]; tr.recovered != nil && prev != nil {

@@ -82,16 +82,26 @@ func (c *Client) artifactCache() *artifacts.Cache {
 	}
 }
 
-// fetchArtifacts is the task's prestart hook: each artifact is fetched
-// (or found in the cache), verified and written beneath the task
-// directory. The first failure is returned naming the artifact's source.
-func (tr *taskRunner) fetchArtifacts(ctx context.Context) error {
+// artifactsHook is the task's prestart hook that fetches its artifacts:
+// each is fetched (or found in the cache), verified and written beneath the
+// task directory. The first failure is returned naming the artifact's
+// source, and ends the task with an "Failed Artifact Download" event.
+type artifactsHook struct {
+	// cache returns the client's blob cache; called only when the task
+	// has artifacts (its store depends on the node's ID).
+	cache func() *artifacts.Cache
+}
+
+func (artifactsHook) name() string         { return "artifacts" }
+func (artifactsHook) failureEvent() string { return structs.TaskEventArtifactDownloadFailed }
+
+func (h artifactsHook) prestart(ctx context.Context, tr *taskRunner) error {
 	if len(tr.task.Artifacts) == 0 {
 		return nil
 	}
 	tr.setState(tr.event(structs.TaskEventDownloadingArtifacts, "Client is downloading artifacts", nil), nil)
-	cache := tr.ar.c.artifactCache()
-	root, err := allocdir.OpenRoot(tr.ar.allocDir, tr.task.Name)
+	cache := h.cache()
+	root, err := allocdir.OpenRoot(tr.cfg.AllocDir, tr.task.Name)
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func (c *Client) runningTasks(allocID, task string) (*allocRunner, []*taskRunner
 	return ar, out, nil
 }
 
-func (tr *taskRunner) taskID() string { return tr.ar.alloc.ID + "/" + tr.task.Name }
+func (tr *taskRunner) taskID() string { return tr.alloc.ID + "/" + tr.task.Name }
 
 // AllocSignal sends signal ("SIGHUP" or "HUP") to the named running task
 // of an allocation, or to all its running tasks when task is empty, and

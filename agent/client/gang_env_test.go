@@ -78,7 +78,7 @@ func TestBugClassGPUCountInEnv(t *testing.T) {
 				AllocatedResources: &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
 					"t": {CPU: 100, MemoryMB: 64, Devices: tc.devices},
 				}}}
-			tr := &taskRunner{ar: &allocRunner{alloc: a, allocDir: t.TempDir()}, task: &structs.Task{Name: "t"}}
+			tr := newTaskRunner(taskRunnerConfig{Alloc: a, AllocDir: t.TempDir(), JobName: "j", Task: &structs.Task{Name: "t"}})
 			env := tr.env()
 			if env["GPULAYER_GPU_COUNT"] != tc.count || env["CUDA_VISIBLE_DEVICES"] != tc.visible || env["GPULAYER_GPU_MEMORY_MB"] != tc.mem {
 				t.Fatalf("count %q visible %q memory %q; want %q %q %q", env["GPULAYER_GPU_COUNT"], env["CUDA_VISIBLE_DEVICES"], env["GPULAYER_GPU_MEMORY_MB"], tc.count, tc.visible, tc.mem)

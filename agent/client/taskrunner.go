@@ -21,10 +21,68 @@ import (
 // Sub-directories of every task directory.
 var taskSubdirs = []string{"local", "secrets", "logs", "outputs"}
 
+// taskRunnerConfig is everything a task runner needs from its client and
+// alloc runner, given once at construction so that the task runner never
+// reaches into either.
+type taskRunnerConfig struct {
+	// Alloc is the allocation the task belongs to; read only.
+	Alloc *structs.Allocation
+	// AllocDir is the allocation directory; the task's directory is
+	// AllocDir/<task name>.
+	AllocDir string
+	// JobName is the job's name (its ID when the allocation carries no
+	// job), for the task's environment and the driver.
+	JobName string
+	// Task is the task to run; read only.
+	Task *structs.Task
+	// Driver runs the task (from the client's driver registry).
+	Driver driver.Driver
+	// Restart is the group's restart policy; nil means the default.
+	Restart *structs.RestartPolicy
+	// Logger is the alloc runner's logger; the task runner adds "task".
+	Logger hclog.Logger
+	// Ctx is the client's life: cancelled on shutdown, it bounds the
+	// prestart hooks (artifact fetches).
+	Ctx context.Context
+	// LogMaxFiles and LogMaxFileSize (bytes) rotate the task's log files.
+	LogMaxFiles    int
+	LogMaxFileSize int64
+	// CPUMHzPerCore returns one core's MHz on this node (0: unknown); it
+	// is read at each start, as the node's fingerprint may change.
+	CPUMHzPerCore func() int64
+	// Handles records each started task's handle, so a restarted client
+	// reattaches to it.
+	Handles taskHandleStore
+	// UpdateState records an event and changes the task's state; the
+	// alloc runner reports the change.
+	UpdateState func(task string, e *structs.TaskEvent, mod func(ts *structs.TaskState))
+	// Prestart are the hooks run, in order, before the task's first start
+	// (not when reattaching to a recovered task).
+	Prestart []taskPrestartHook
+}
+
+// taskHandleStore keeps the handles of started tasks (the client's local
+// state database).
+type taskHandleStore interface {
+	putHandle(allocID, task string, h *driver.TaskHandle) error
+}
+
+// taskPrestartHook runs before a task's first start, after its directory
+// is built. An error ends the task, failed, with an event of type
+// failureEvent() whose message is the error.
+type taskPrestartHook interface {
+	// name names the hook in logs.
+	name() string
+	// failureEvent is the task event type recorded when prestart fails.
+	failureEvent() string
+	prestart(ctx context.Context, tr *taskRunner) error
+}
+
 // taskRunner runs one task of an allocation through its driver, restarting
 // it per the group's restart policy, until it is dead.
 type taskRunner struct {
-	ar      *allocRunner
+	cfg     taskRunnerConfig
+	alloc   *structs.Allocation
 	task    *structs.Task
 	drv     driver.Driver
 	taskDir string
@@ -45,18 +103,23 @@ type taskRunner struct {
 	restarting atomic.Bool
 }
 
-func newTaskRunner(ar *allocRunner, task *structs.Task, drv driver.Driver, rp *structs.RestartPolicy) *taskRunner {
+func newTaskRunner(cfg taskRunnerConfig) *taskRunner {
 	jobType := ""
-	if ar.alloc.Job != nil {
-		jobType = ar.alloc.Job.Type
+	if cfg.Alloc.Job != nil {
+		jobType = cfg.Alloc.Job.Type
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
 	}
 	return &taskRunner{
-		ar:        ar,
-		task:      task,
-		drv:       drv,
-		taskDir:   filepath.Join(ar.allocDir, task.Name),
-		logger:    ar.logger.With("task", task.Name),
-		restart:   newRestartTracker(rp, jobType),
+		cfg:       cfg,
+		alloc:     cfg.Alloc,
+		task:      cfg.Task,
+		drv:       cfg.Driver,
+		taskDir:   filepath.Join(cfg.AllocDir, cfg.Task.Name),
+		logger:    logger.With("task", cfg.Task.Name),
+		restart:   newRestartTracker(cfg.Restart, jobType),
 		killCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		restartCh: make(chan struct{}, 1),
@@ -87,7 +150,7 @@ func (tr *taskRunner) event(typ, display string, mod func(e *structs.TaskEvent))
 // setState records an event and changes the task's state under the alloc
 // runner's lock, then lets the alloc runner report the change.
 func (tr *taskRunner) setState(e *structs.TaskEvent, mod func(ts *structs.TaskState)) {
-	tr.ar.updateTask(tr.task.Name, e, mod)
+	tr.cfg.UpdateState(tr.task.Name, e, mod)
 }
 
 // dead marks the task dead (failed or not) with a final event.
@@ -114,10 +177,12 @@ func (tr *taskRunner) run() {
 	}
 	if tr.recovered == nil {
 		tr.setState(tr.event(structs.TaskEventSetup, "Building Task Directory", nil), nil)
-		if err := tr.fetchArtifacts(tr.ar.c.ctx); err != nil {
-			tr.logger.Error("artifact failed", "error", err)
-			tr.dead(tr.event(structs.TaskEventArtifactDownloadFailed, err.Error(), nil), true)
-			return
+		for _, h := range tr.cfg.Prestart {
+			if err := h.prestart(tr.cfg.Ctx, tr); err != nil {
+				tr.logger.Error("prestart hook failed", "hook", h.name(), "error", err)
+				tr.dead(tr.event(h.failureEvent(), err.Error(), nil), true)
+				return
+			}
 		}
 	}
 
@@ -189,7 +254,7 @@ func (tr *taskRunner) run() {
 }
 
 func (tr *taskRunner) jobType() string {
-	if j := tr.ar.alloc.Job; j != nil {
+	if j := tr.alloc.Job; j != nil {
 		return j.Type
 	}
 	return ""
@@ -221,12 +286,11 @@ const TaskEventReattached = "Reattached"
 
 // taskConfig is what the driver gets to start or recover the task.
 func (tr *taskRunner) taskConfig(stdout, stderr io.Writer) *driver.TaskConfig {
-	c := tr.ar.c.cfg
 	return &driver.TaskConfig{
-		ID:             tr.ar.alloc.ID + "/" + tr.task.Name,
-		AllocID:        tr.ar.alloc.ID,
-		JobName:        tr.ar.jobName(),
-		TaskGroup:      tr.ar.alloc.TaskGroup,
+		ID:             tr.alloc.ID + "/" + tr.task.Name,
+		AllocID:        tr.alloc.ID,
+		JobName:        tr.cfg.JobName,
+		TaskGroup:      tr.alloc.TaskGroup,
 		Name:           tr.task.Name,
 		Config:         tr.task.Config,
 		Env:            tr.env(),
@@ -234,10 +298,10 @@ func (tr *taskRunner) taskConfig(stdout, stderr io.Writer) *driver.TaskConfig {
 		Stdout:         stdout,
 		Stderr:         stderr,
 		Resources:      tr.resources(),
-		CPUMHzPerCore:  tr.ar.c.cpuMHzPerCore(),
+		CPUMHzPerCore:  tr.cpuMHzPerCore(),
 		LogDir:         filepath.Join(tr.taskDir, "logs"),
-		LogMaxFiles:    c.LogMaxFiles,
-		LogMaxFileSize: c.logMaxFileSizeBytes,
+		LogMaxFiles:    tr.cfg.LogMaxFiles,
+		LogMaxFileSize: tr.cfg.LogMaxFileSize,
 		User:           tr.task.User,
 	}
 }
@@ -262,7 +326,7 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 		if err != nil {
 			return nil, false, err
 		}
-		if err := tr.ar.c.state.putHandle(tr.ar.alloc.ID, tr.task.Name, h); err != nil {
+		if err := tr.cfg.Handles.putHandle(tr.alloc.ID, tr.task.Name, h); err != nil {
 			tr.logger.Error("record task handle; a client restart will not find this task", "error", err)
 		}
 	}
@@ -323,7 +387,7 @@ func (tr *taskRunner) setup() (stdout, stderr *rotatingWriter, err error) {
 	// has it at /alloc) that replaced a directory with a symlink out of
 	// it makes this fail instead of creating directories elsewhere.
 	for _, d := range taskSubdirs {
-		if err := allocdir.MkdirAll(tr.ar.allocDir, tr.task.Name+"/"+d, 0o700); err != nil {
+		if err := allocdir.MkdirAll(tr.cfg.AllocDir, tr.task.Name+"/"+d, 0o700); err != nil {
 			return nil, nil, fmt.Errorf("create task directory: %w", err)
 		}
 	}
@@ -331,12 +395,11 @@ func (tr *taskRunner) setup() (stdout, stderr *rotatingWriter, err error) {
 		return nil, nil, nil
 	}
 	logDir := filepath.Join(tr.taskDir, "logs")
-	c := tr.ar.c.cfg
-	stdout, err = newTaskLogWriter(tr.ar.allocDir, logDir, tr.task.Name+".stdout", c.logMaxFileSizeBytes, c.LogMaxFiles)
+	stdout, err = newTaskLogWriter(tr.cfg.AllocDir, logDir, tr.task.Name+".stdout", tr.cfg.LogMaxFileSize, tr.cfg.LogMaxFiles)
 	if err != nil {
 		return nil, nil, err
 	}
-	stderr, err = newTaskLogWriter(tr.ar.allocDir, logDir, tr.task.Name+".stderr", c.logMaxFileSizeBytes, c.LogMaxFiles)
+	stderr, err = newTaskLogWriter(tr.cfg.AllocDir, logDir, tr.task.Name+".stderr", tr.cfg.LogMaxFileSize, tr.cfg.LogMaxFiles)
 	if err != nil {
 		stdout.Close()
 		return nil, nil, err
@@ -352,6 +415,14 @@ func (tr *taskRunner) memoryMB() int64 {
 	return 0
 }
 
+// cpuMHzPerCore is Config.CPUMHzPerCore's answer, 0 when there is none.
+func (tr *taskRunner) cpuMHzPerCore() int64 {
+	if tr.cfg.CPUMHzPerCore == nil {
+		return 0
+	}
+	return tr.cfg.CPUMHzPerCore()
+}
+
 // cpuMHzPerCore is the node's "cpu.frequency" attribute: one core's MHz,
 // the unit its CPU capacity is counted in (fingerprint.go); 0 if unknown.
 func (c *Client) cpuMHzPerCore() int64 {
@@ -362,7 +433,7 @@ func (c *Client) cpuMHzPerCore() int64 {
 }
 
 func (tr *taskRunner) resources() *structs.AllocatedTaskResources {
-	if ar := tr.ar.alloc.AllocatedResources; ar != nil {
+	if ar := tr.alloc.AllocatedResources; ar != nil {
 		return ar.Tasks[tr.task.Name]
 	}
 	return nil
@@ -372,7 +443,7 @@ func (tr *taskRunner) resources() *structs.AllocatedTaskResources {
 // devices. A task with no GPU gets NVIDIA_VISIBLE_DEVICES=void and an empty
 // CUDA_VISIBLE_DEVICES, so it never sees the host's GPUs.
 func (tr *taskRunner) env() map[string]string {
-	a := tr.ar.alloc
+	a := tr.alloc
 	env := make(map[string]string, len(tr.task.Env)+12)
 	for k, v := range tr.task.Env {
 		env[k] = v
@@ -380,11 +451,11 @@ func (tr *taskRunner) env() map[string]string {
 	env["GPULAYER_ALLOC_ID"] = a.ID
 	env["GPULAYER_ALLOC_NAME"] = a.Name
 	env["GPULAYER_ALLOC_INDEX"] = strconv.Itoa(a.Index())
-	env["GPULAYER_JOB_NAME"] = tr.ar.jobName()
+	env["GPULAYER_JOB_NAME"] = tr.cfg.JobName
 	env["GPULAYER_GROUP_NAME"] = a.TaskGroup
 	env["GPULAYER_TASK_NAME"] = tr.task.Name
 	env["GPULAYER_TASK_DIR"] = tr.taskDir
-	env["GPULAYER_ALLOC_DIR"] = tr.ar.allocDir
+	env["GPULAYER_ALLOC_DIR"] = tr.cfg.AllocDir
 	env["GPULAYER_OUTPUT_DIR"] = filepath.Join(tr.taskDir, "outputs")
 	var ids []string
 	if r := tr.resources(); r != nil {
