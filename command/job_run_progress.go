@@ -146,13 +146,7 @@ func progressRows(allocs []*api.Allocation) (rows []progressRow, done, failed bo
 		var gpus []string
 		if a.AllocatedResources != nil {
 			for _, t := range sortedKeys(a.AllocatedResources.Tasks) {
-				if tr := a.AllocatedResources.Tasks[t]; tr != nil {
-					for _, d := range tr.Devices {
-						if d != nil {
-							gpus = append(gpus, d.DeviceIDs...)
-						}
-					}
-				}
+				gpus = append(gpus, a.AllocatedResources.Tasks[t].DeviceIDs()...)
 			}
 		}
 		node := a.NodeName

@@ -16,19 +16,11 @@ func gpuHolders(allocs []*api.Allocation) map[string]string {
 			continue
 		}
 		for _, tr := range a.AllocatedResources.Tasks {
-			if tr == nil {
-				continue
-			}
-			for _, d := range tr.Devices {
-				if d == nil {
-					continue
+			for _, did := range tr.DeviceIDs() {
+				if holder[did] != "" {
+					holder[did] += ","
 				}
-				for _, did := range d.DeviceIDs {
-					if holder[did] != "" {
-						holder[did] += ","
-					}
-					holder[did] += shortID(a.ID)
-				}
+				holder[did] += shortID(a.ID)
 			}
 		}
 	}

@@ -177,13 +177,33 @@ func (a *Allocation) DeviceIDs() []string {
 	}
 	var ids []string
 	for _, tr := range a.AllocatedResources.Tasks {
-		if tr == nil {
-			continue
-		}
-		for _, d := range tr.Devices {
-			if d != nil {
-				ids = append(ids, d.DeviceIDs...)
-			}
+		ids = append(ids, tr.DeviceIDs()...)
+	}
+	return ids
+}
+
+// DeviceIDs returns the instance IDs of every device the task holds, of
+// any type, in the order of its Devices; nil for a nil receiver or none.
+func (r *AllocatedTaskResources) DeviceIDs() []string {
+	return r.deviceIDs("")
+}
+
+// GPUIDs returns the instance IDs (UUIDs) of the GPUs the task holds, in
+// the order of its Devices: what CUDA_VISIBLE_DEVICES and the container
+// runtime are given. nil for a nil receiver or no GPU.
+func (r *AllocatedTaskResources) GPUIDs() []string {
+	return r.deviceIDs(DeviceTypeGPU)
+}
+
+// deviceIDs returns the instance IDs of the devices of type typ ("" any).
+func (r *AllocatedTaskResources) deviceIDs(typ string) []string {
+	if r == nil {
+		return nil
+	}
+	var ids []string
+	for _, d := range r.Devices {
+		if d != nil && (typ == "" || d.Type == typ) {
+			ids = append(ids, d.DeviceIDs...)
 		}
 	}
 	return ids

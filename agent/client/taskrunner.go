@@ -457,14 +457,7 @@ func (tr *taskRunner) env() map[string]string {
 	env["GPULAYER_TASK_DIR"] = tr.taskDir
 	env["GPULAYER_ALLOC_DIR"] = tr.cfg.AllocDir
 	env["GPULAYER_OUTPUT_DIR"] = filepath.Join(tr.taskDir, "outputs")
-	var ids []string
-	if r := tr.resources(); r != nil {
-		for _, d := range r.Devices {
-			if d != nil && d.Type == structs.DeviceTypeGPU {
-				ids = append(ids, d.DeviceIDs...)
-			}
-		}
-	}
+	ids := tr.resources().GPUIDs()
 	env["GPULAYER_GPU_COUNT"] = strconv.Itoa(len(ids))
 	if len(ids) == 0 {
 		env["CUDA_VISIBLE_DEVICES"] = ""

@@ -73,21 +73,9 @@ func (c *Client) sampleDevices(now time.Time) {
 			continue
 		}
 		h := &holder{ar: ar}
-		if ar.alloc.AllocatedResources != nil {
-			for _, tr := range ar.alloc.AllocatedResources.Tasks {
-				if tr == nil {
-					continue
-				}
-				for _, d := range tr.Devices {
-					if d == nil {
-						continue
-					}
-					for _, id := range d.DeviceIDs {
-						held[id] = h
-						h.devices = append(h.devices, id)
-					}
-				}
-			}
+		for _, id := range ar.alloc.DeviceIDs() {
+			held[id] = h
+			h.devices = append(h.devices, id)
 		}
 		if len(h.devices) > 0 {
 			holders = append(holders, h)

@@ -86,6 +86,22 @@ type AllocatedTaskResources struct {
 	Devices  []*AllocatedDeviceResource
 }
 
+// DeviceIDs returns the instance IDs of every device the task holds, in
+// the order of its Devices; nil for a nil receiver or none. It mirrors
+// structs.AllocatedTaskResources.DeviceIDs.
+func (r *AllocatedTaskResources) DeviceIDs() []string {
+	if r == nil {
+		return nil
+	}
+	var ids []string
+	for _, d := range r.Devices {
+		if d != nil {
+			ids = append(ids, d.DeviceIDs...)
+		}
+	}
+	return ids
+}
+
 // AllocatedDeviceResource names the exact device instances a task holds
 // from one device group.
 type AllocatedDeviceResource struct {

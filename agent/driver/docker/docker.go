@@ -331,7 +331,7 @@ func (d *Driver) containerConfig(cfg *driver.TaskConfig, tc *taskConfig, allocDi
 			hc.Memory = r.MemoryMB << 20
 			hc.MemorySwap = hc.Memory
 		}
-		if ids := gpuIDs(r); len(ids) > 0 {
+		if ids := r.GPUIDs(); len(ids) > 0 {
 			hc.DeviceRequests = []container.DeviceRequest{{
 				Driver:       "nvidia",
 				DeviceIDs:    ids,
@@ -340,17 +340,6 @@ func (d *Driver) containerConfig(cfg *driver.TaskConfig, tc *taskConfig, allocDi
 		}
 	}
 	return cc, hc, nil
-}
-
-// gpuIDs returns the exact GPU instance IDs (UUIDs) the plan gave the task.
-func gpuIDs(r *structs.AllocatedTaskResources) []string {
-	var ids []string
-	for _, dev := range r.Devices {
-		if dev != nil && dev.Type == structs.DeviceTypeGPU {
-			ids = append(ids, dev.DeviceIDs...)
-		}
-	}
-	return ids
 }
 
 // ErrPullFailed is wrapped by the error of a task whose image is missing
