@@ -25,6 +25,9 @@ func TestUpdateAllocsRecordsOutputs(t *testing.T) {
 	}
 	alloc := runningAllocs(t, s, job.ID, 1)[0]
 	dig := strings.Repeat("0f", 32)
+	if _, err := s.ArtifactUpsert(ctxT(t), &structs.Artifact{Digest: dig, Size: 7}); err != nil {
+		t.Fatal(err)
+	}
 	err := s.UpdateAllocs(ctxT(t), []*structs.Allocation{{ID: alloc.ID, NodeID: node.ID, ClientStatus: structs.AllocClientStatusComplete,
 		Outputs: []*structs.ArtifactRef{{Path: "main/result.json", Digest: dig, Size: 7}}, LogArchive: dig}})
 	if err != nil {

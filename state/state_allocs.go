@@ -132,7 +132,9 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 // UpdateAllocsFromClient records client-side status at Raft index index:
 // for each update, a copy of the stored allocation takes ClientStatus,
 // ClientDescription and TaskStates (copied) from it, and Outputs and
-// LogArchive when the update has them (kept otherwise), with ModifyIndex =
+// LogArchive when the update has them (kept otherwise; only digests with
+// artifact metadata are recorded, and each gains the allocation as an
+// AllocRefs entry in the same transaction), with ModifyIndex =
 // index and ModifyTime = updatedAt (Unix nanoseconds). AllocModifyIndex, the
 // server-side change index, is kept. Unknown allocation IDs are skipped.
 // The statuses of the touched jobs are recomputed. Errors wrap
@@ -142,7 +144,7 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 	txn := s.writeTxn()
 	defer txn.Abort()
 	jobs := map[string]struct{}{}
-	touched := false
+	touched, artsTouched := false, false
 	for _, upd := range allocs {
 		if upd == nil || upd.ID == "" {
 			return invalid("client update: allocation nil or without ID")
@@ -175,17 +177,24 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		// Outputs and the log archive come once, with the final update;
 		// a later update without them (a status resent after a client
 		// restart) keeps them.
-		if len(upd.Outputs) > 0 {
-			if err := structs.CheckAllocArtifacts(&structs.Allocation{ID: upd.ID, Outputs: upd.Outputs}); err != nil {
+		if len(upd.Outputs) > 0 || upd.LogArchive != "" {
+			if err := structs.CheckAllocArtifacts(&structs.Allocation{ID: upd.ID, Outputs: upd.Outputs, LogArchive: upd.LogArchive}); err != nil {
 				return err
 			}
-			a.Outputs = (&structs.Allocation{Outputs: upd.Outputs}).Copy().Outputs
-		}
-		if upd.LogArchive != "" {
-			if !structs.ValidDigest(upd.LogArchive) {
-				return invalid("client update: allocation %s: log archive is not a hex SHA-256", upd.ID)
+			// Each recorded digest gets this allocation as a reference in
+			// the same transaction; one the servers do not store is not
+			// listed (keepStoredOutputsTxn).
+			outs, logArchive, refd, err := keepStoredOutputsTxn(txn, index, updatedAt, upd.ID, upd.Outputs, upd.LogArchive)
+			if err != nil {
+				return err
 			}
-			a.LogArchive = upd.LogArchive
+			if len(outs) > 0 {
+				a.Outputs = outs
+			}
+			if logArchive != "" {
+				a.LogArchive = logArchive
+			}
+			artsTouched = artsTouched || refd
 		}
 		a.ModifyIndex = index
 		a.ModifyTime = updatedAt
@@ -197,6 +206,11 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 	}
 	if touched {
 		if err := setIndex(txn, TableAllocs, index); err != nil {
+			return err
+		}
+	}
+	if artsTouched {
+		if err := setIndex(txn, TableArtifacts, index); err != nil {
 			return err
 		}
 	}

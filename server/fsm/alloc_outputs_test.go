@@ -11,8 +11,9 @@ import (
 
 // TestFSMClientUpdateKeepsOutputs: a client update through the Raft log
 // records the allocation's Outputs and LogArchive; a later update without
-// them (a status resent by a restarted client) keeps them; a malformed
-// output path is refused.
+// them (a status resent by a restarted client) keeps them; the entry adds
+// the allocation to its output's artifact references; a malformed output
+// path is refused.
 func TestFSMClientUpdateKeepsOutputs(t *testing.T) {
 	entries, ids := contractLog(t)
 	tf := newTestFSM(t)
@@ -25,11 +26,19 @@ func TestFSMClientUpdateKeepsOutputs(t *testing.T) {
 		}
 		return tf.RaftFSM().Apply(&raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: buf})
 	}
-	if resp := apply(uint64(len(entries)+1), &structs.Allocation{ID: ids[0], ClientStatus: structs.AllocClientStatusFailed,
+	buf, err := structs.Encode(structs.ArtifactUpsertRequestType, &structs.ArtifactUpsertRequest{Artifacts: []*structs.Artifact{{Digest: dig, Size: 12, CreateTime: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := uint64(len(entries)) + 1 // the artifact's entry
+	if resp := tf.RaftFSM().Apply(&raft.Log{Index: base, Term: 1, Type: raft.LogCommand, Data: buf}); resp != nil {
+		t.Fatal(resp)
+	}
+	if resp := apply(base+1, &structs.Allocation{ID: ids[0], ClientStatus: structs.AllocClientStatusFailed,
 		Outputs: []*structs.ArtifactRef{{Path: "main/out.txt", Digest: dig, Size: 12}}, LogArchive: dig}); resp != nil {
 		t.Fatal(resp)
 	}
-	if resp := apply(uint64(len(entries)+2), &structs.Allocation{ID: ids[0], ClientStatus: structs.AllocClientStatusFailed}); resp != nil {
+	if resp := apply(base+2, &structs.Allocation{ID: ids[0], ClientStatus: structs.AllocClientStatusFailed}); resp != nil {
 		t.Fatal(resp)
 	}
 	a, err := tf.State().AllocByID(nil, ids[0])
@@ -39,7 +48,11 @@ func TestFSMClientUpdateKeepsOutputs(t *testing.T) {
 	if len(a.Outputs) != 1 || a.Outputs[0].Path != "main/out.txt" || a.Outputs[0].Digest != dig || a.Outputs[0].Size != 12 || a.LogArchive != dig {
 		t.Fatalf("outputs not kept: %+v %q", a.Outputs, a.LogArchive)
 	}
-	if resp := apply(uint64(len(entries)+3), &structs.Allocation{ID: ids[1], ClientStatus: structs.AllocClientStatusComplete,
+	art, err := tf.State().ArtifactByDigest(nil, dig)
+	if err != nil || art == nil || len(art.AllocRefs) != 1 || art.AllocRefs[0] != ids[0] || art.ModifyIndex != base+1 {
+		t.Fatalf("the allocation is not a reference of its output in the same entry: %+v %v", art, err)
+	}
+	if resp := apply(base+3, &structs.Allocation{ID: ids[1], ClientStatus: structs.AllocClientStatusComplete,
 		Outputs: []*structs.ArtifactRef{{Path: "../../etc/passwd", Digest: dig}}}); resp == nil {
 		t.Fatal("an output path with .. was recorded")
 	}
