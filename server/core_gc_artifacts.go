@@ -130,13 +130,18 @@ func (s *Server) blobRemovalLoop(ctx context.Context) {
 }
 
 // SweepOrphanBlobs removes the blobs of this server's store that have no
-// metadata and were written at least grace ago, and returns how many.
+// metadata and were written at least grace ago, and the temporary files
+// of uploads last written at least grace ago (a crash or a lost
+// connection left them), and returns how many blobs and files it removed.
 func (s *Server) SweepOrphanBlobs(grace time.Duration) (int, error) {
+	n, err := s.artifacts.RemoveTemp(grace)
+	if err != nil {
+		return n, err
+	}
 	ds, err := s.artifacts.List()
 	if err != nil {
-		return 0, err
+		return n, err
 	}
-	n := 0
 	for _, d := range ds {
 		if s.removeBlobIfUnknown(d, grace) {
 			n++

@@ -28,6 +28,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -78,7 +79,61 @@ func Open(dir string) (*Store, error) {
 		root.Close()
 		return nil, fmt.Errorf("artifact store: %w", err)
 	}
-	return &Store{root: root, dir: dir}, nil
+	st := &Store{root: root, dir: dir}
+	// No upload runs before Open returns: every temporary file is a
+	// leftover of an upload a crash interrupted.
+	if _, err := st.RemoveTemp(0); err != nil {
+		root.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// tmpPrefix starts the name of an upload's temporary file, written
+// beside the blob's final name (Put).
+const tmpPrefix = ".tmp-"
+
+// RemoveTemp removes the temporary files of uploads (".tmp-*" regular
+// files under sha256/) last written at least olderThan ago (0: all of
+// them) and returns how many it removed. A younger one may be an upload
+// in flight. Open calls it with 0 (no upload can run then); a periodic
+// sweep calls it with a grace longer than any upload takes. It stops at
+// the first error other than a file already gone.
+func (s *Store) RemoveTemp(olderThan time.Duration) (int, error) {
+	n := 0
+	now := time.Now()
+	err := fs.WalkDir(s.root.FS(), "sha256", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.Type().IsRegular() || !strings.HasPrefix(d.Name(), tmpPrefix) {
+			return nil
+		}
+		if olderThan > 0 {
+			fi, err := d.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if now.Sub(fi.ModTime()) < olderThan {
+				return nil
+			}
+		}
+		if err := s.root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("artifact store: remove temporary files: %w", err)
+	}
+	return n, nil
 }
 
 // Close releases the store's directory handle.
@@ -129,7 +184,7 @@ func (s *Store) Put(digest string, r io.Reader, maxSize int64) (size int64, crea
 	if err := s.root.MkdirAll(dir, 0o700); err != nil {
 		return 0, false, fmt.Errorf("artifact store: %w", err)
 	}
-	tmp := path.Join(dir, ".tmp-"+digest+"-"+structs.GenerateUUID())
+	tmp := path.Join(dir, tmpPrefix+digest+"-"+structs.GenerateUUID())
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return 0, false, fmt.Errorf("artifact store: %w", err)

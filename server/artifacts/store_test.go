@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func digestOf(b []byte) string {
@@ -175,4 +176,64 @@ type zeros struct{}
 func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
+}
+
+// TestStoreRemovesLeftoverTempFiles: the temporary files of uploads a
+// crash interrupted are removed when the store opens (no upload runs
+// then), and RemoveTemp (the hourly orphan sweep) removes those older
+// than its grace while a younger one (an upload in flight) and the blobs
+// stay.
+func TestStoreRemovesLeftoverTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("a stored blob")
+	d := digestOf(data)
+	if _, _, err := s.Put(d, bytes.NewReader(data), 0); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	sub := filepath.Join(dir, "sha256", d[:2])
+	leftover := filepath.Join(sub, ".tmp-"+d+"-crashed")
+	if err := os.WriteFile(leftover, []byte("half an upload"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := os.Stat(leftover); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("leftover temporary file after Open: %v", err)
+	}
+	if ok, _, err := s.Has(d); !ok || err != nil {
+		t.Fatalf("Open removed a blob: %v %v", ok, err)
+	}
+
+	old := filepath.Join(sub, ".tmp-"+d+"-old")
+	young := filepath.Join(sub, ".tmp-"+d+"-young")
+	for _, p := range []string{old, young} {
+		if err := os.WriteFile(p, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(old, past, past); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.RemoveTemp(time.Hour)
+	if err != nil || n != 1 {
+		t.Fatalf("RemoveTemp(1h) = %d %v, want 1", n, err)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a temporary file two hours old stayed: %v", err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Fatalf("a young temporary file (an upload in flight) was removed: %v", err)
+	}
+	if ds, err := s.List(); err != nil || len(ds) != 1 || ds[0] != d {
+		t.Fatalf("List = %v %v", ds, err)
+	}
 }
