@@ -35,7 +35,7 @@ Usage: gpulayer alloc outputs [options] ALLOC [DEST]
   its recorded path, verifies its digest before keeping it, and refuses a
   recorded path that is absolute or has "..". An existing file is
   replaced only once the new bytes are verified.
-` + generalOptions)
+` + generalOptions + namespaceOption)
 }
 
 // Synopsis returns a one-line description.
@@ -44,6 +44,7 @@ func (c *AllocOutputsCommand) Synopsis() string { return "List or download an al
 // Run lists or downloads the outputs.
 func (c *AllocOutputsCommand) Run(args []string) int {
 	fset := c.Meta.flagSet("alloc outputs", true)
+	c.Meta.namespaceFlag(fset)
 	if err := fset.Parse(args); err != nil {
 		return cli.RunResultHelp
 	}

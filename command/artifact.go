@@ -53,15 +53,12 @@ Usage: gpulayer artifact put [options] PATH
   symlinks and special files are refused), and prints its reference,
   artifact://sha256/<hex>. The servers are asked first whether they hold
   those bytes already; then nothing is sent.
-` + generalOptions + `
+` + generalOptions + namespaceOption + `
 Put Options:
 
   -job JOB
-    Reference the artifact from job JOB, so retention keeps it while the
-    job exists and the job's readers may read it.
-
-  -namespace NS
-    The namespace of the upload when -job is not given (default "default").
+    Reference the artifact from job JOB (in -namespace), so retention
+    keeps it while the job exists and the job's readers may read it.
 `)
 }
 
@@ -71,9 +68,9 @@ func (c *ArtifactPutCommand) Synopsis() string { return "Upload a file or direct
 // Run uploads PATH.
 func (c *ArtifactPutCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("artifact put", false)
-	var job, ns string
+	var job string
 	fs.StringVar(&job, "job", "", "")
-	fs.StringVar(&ns, "namespace", "", "")
+	c.Meta.namespaceFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}
@@ -84,7 +81,7 @@ func (c *ArtifactPutCommand) Run(args []string) int {
 	if err != nil {
 		return c.Meta.errorf("Error initializing client: %v", err)
 	}
-	ref, sent, err := PutArtifact(context.Background(), client, fs.Arg(0), &api.ArtifactPutOptions{Job: job, Namespace: ns})
+	ref, sent, err := PutArtifact(context.Background(), client, fs.Arg(0), &api.ArtifactPutOptions{Job: job, Namespace: c.Meta.namespace})
 	if err != nil {
 		return c.Meta.errorf("Error uploading %s: %v", fs.Arg(0), err)
 	}
@@ -181,7 +178,7 @@ Usage: gpulayer artifact get [options] REF [DEST]
   bytes are hashed as they arrive and written to a file next to DEST that
   is renamed into place only when the digest matches: a mismatch leaves
   nothing at DEST and exits 1. A directory artifact is saved as its tar.
-` + generalOptions)
+` + generalOptions + namespaceOption)
 }
 
 // Synopsis returns a one-line description.
@@ -190,6 +187,7 @@ func (c *ArtifactGetCommand) Synopsis() string { return "Download and verify an 
 // Run downloads REF.
 func (c *ArtifactGetCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("artifact get", false)
+	c.Meta.namespaceFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}
@@ -261,7 +259,7 @@ func (c *ArtifactListCommand) Help() string {
 Usage: gpulayer artifact ls [options]
 
   Lists the artifacts this token may read.
-` + generalOptions + `
+` + generalOptions + namespaceOption + `
 List Options:
 ` + jsonOption)
 }
@@ -272,6 +270,7 @@ func (c *ArtifactListCommand) Synopsis() string { return "List artifacts" }
 // Run lists the artifacts.
 func (c *ArtifactListCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("artifact ls", true)
+	c.Meta.namespaceFlag(fs)
 	client, code := c.Meta.optionsOnly(fs, args)
 	if client == nil {
 		return code
@@ -306,7 +305,7 @@ Usage: gpulayer artifact inspect [options] REF
 
   Shows the metadata of artifact REF: size, media type, when it was
   uploaded and by whom, and the jobs and allocations that reference it.
-` + generalOptions + `
+` + generalOptions + namespaceOption + `
 Inspect Options:
 ` + jsonOption)
 }
@@ -317,6 +316,7 @@ func (c *ArtifactInspectCommand) Synopsis() string { return "Show an artifact's 
 // Run shows REF's metadata.
 func (c *ArtifactInspectCommand) Run(args []string) int {
 	fs := c.Meta.flagSet("artifact inspect", true)
+	c.Meta.namespaceFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}

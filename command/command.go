@@ -157,6 +157,9 @@ type Meta struct {
 	tls tlsFlags
 	// verbose is set by -verbose where a command has it.
 	verbose bool
+	// namespace is set by -namespace where a command has it
+	// (namespaceFlag); the client sends it as ?namespace=.
+	namespace string
 }
 
 func (m *Meta) init() {

@@ -58,8 +58,23 @@ const jsonOption = `
 
 // client returns an API client for -address.
 func (m *Meta) client() (*api.Client, error) {
-	return api.NewClient(&api.Config{Address: m.address, Token: m.token, TLSConfig: m.tls.config()})
+	return api.NewClient(&api.Config{Address: m.address, Token: m.token, TLSConfig: m.tls.config(), Namespace: m.namespace})
 }
+
+// namespaceFlag registers -namespace on fs, defaulting to
+// GPULAYER_NAMESPACE, else NOMAD_NAMESPACE; the client of m.client()
+// then sends it as ?namespace= on every request.
+func (m *Meta) namespaceFlag(fs *flag.FlagSet) {
+	fs.StringVar(&m.namespace, "namespace", api.EnvNamespace(), "")
+}
+
+// namespaceOption is the help text of -namespace.
+const namespaceOption = `
+  -namespace=<namespace>
+    The namespace the requests act in (sent as ?namespace=). Overrides
+    the GPULAYER_NAMESPACE environment variable (NOMAD_NAMESPACE is read
+    too). Default: "default".
+`
 
 // optionsOnly parses args with fs for a command that takes options but no
 // arguments, and returns the API client for -address. When the client is

@@ -32,7 +32,7 @@ Usage: gpulayer job plan [options] FILE
 
   Exits 0 when every allocation would be placed, 2 when some would wait,
   1 on error.
-` + generalOptions + `
+` + generalOptions + namespaceOption + `
 Plan Options:
 
   -var 'name=value'

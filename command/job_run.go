@@ -29,7 +29,7 @@ Usage: gpulayer job run [options] FILE
 
   Exit codes: 0 when every allocation was placed, 2 when some could not be
   placed (the evaluation is blocked or failed), 1 on any other error.
-` + generalOptions + `
+` + generalOptions + namespaceOption + `
 Run Options:
 
   -detach
@@ -121,10 +121,12 @@ func addJobFileOptions(fs *flag.FlagSet) *jobFileOptions {
 
 // jobFileAndClient parses args, which must be one argument (the jobspec
 // file), parses that jobspec with o's variables and returns the job and
-// the API client for -address. When either is nil, code is the exit code
+// the API client for -address, which sends the job's namespace (its
+// jobspec's, else -namespace, which also fills the job's) as ?namespace=. When either is nil, code is the exit code
 // to return: cli.RunResultHelp for bad usage, 1 for a bad jobspec or
 // client.
 func (m *Meta) jobFileAndClient(fs *flag.FlagSet, args []string, o *jobFileOptions) (job *api.Job, client *api.Client, code int) {
+	m.namespaceFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, cli.RunResultHelp
 	}
@@ -135,6 +137,14 @@ func (m *Meta) jobFileAndClient(fs *flag.FlagSet, args []string, o *jobFileOptio
 	if job == nil {
 		return nil, nil, code
 	}
+	// The job acts in its own namespace; -namespace names it for a
+	// jobspec that does not. Every request (register or plan, then the
+	// evaluation and allocation reads) carries it, so a token scoped to
+	// that namespace passes the route checks.
+	if job.Namespace == "" {
+		job.Namespace = m.namespace
+	}
+	m.namespace = job.Namespace
 	client, err := m.client()
 	if err != nil {
 		return nil, nil, m.errorf("Error initializing client: %v", err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -50,6 +51,11 @@ type Config struct {
 	// TLSConfig, when set and HTTPClient is nil, configures HTTPS to the
 	// agent (api_tls.go); the Address must then be an https URL.
 	TLSConfig *TLSConfig
+	// Namespace, when set, is sent as ?namespace= on every request that
+	// does not name one itself (as Nomad's api.Config.Namespace), so a
+	// token scoped to that namespace passes the route checks; empty
+	// sends none (the server's "default").
+	Namespace string
 }
 
 // DefaultConfig returns a Config whose Address comes from the GPULAYER_ADDR
@@ -72,12 +78,33 @@ func EnvToken() string {
 	return os.Getenv("NOMAD_TOKEN")
 }
 
+// EnvNamespace returns the namespace from the environment:
+// GPULAYER_NAMESPACE, else NOMAD_NAMESPACE, else "".
+func EnvNamespace() string {
+	if ns := os.Getenv("GPULAYER_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return os.Getenv("NOMAD_NAMESPACE")
+}
+
 // Client talks to one GPUlayer agent over HTTP. It is safe for concurrent
 // use.
 type Client struct {
-	base  *url.URL
-	http  *http.Client
-	token string
+	base      *url.URL
+	http      *http.Client
+	token     string
+	namespace string
+}
+
+// Namespace returns the namespace the client sends (Config.Namespace).
+func (c *Client) Namespace() string { return c.namespace }
+
+// WithNamespace returns a copy of the client that sends ns as
+// ?namespace= (empty: none); c is unchanged.
+func (c *Client) WithNamespace(ns string) *Client {
+	n := *c
+	n.namespace = ns
+	return &n
 }
 
 // NewClient returns a client for cfg (nil means DefaultConfig()). It fails
@@ -114,7 +141,7 @@ func NewClient(cfg *Config) (*Client, error) {
 			hc.Transport = t
 		}
 	}
-	return &Client{base: u, http: hc, token: cfg.Token}, nil
+	return &Client{base: u, http: hc, token: cfg.Token, namespace: cfg.Namespace}, nil
 }
 
 // Address returns the agent's base URL.
@@ -207,6 +234,13 @@ func (c *Client) newRequest(ctx context.Context, method, path string, params url
 		return nil, fmt.Errorf("invalid request path %q: %w", raw, err)
 	}
 	u.Path, u.RawPath = unescaped, raw
+	if c.namespace != "" && params.Get("namespace") == "" {
+		params = maps.Clone(params)
+		if params == nil {
+			params = url.Values{}
+		}
+		params.Set("namespace", c.namespace)
+	}
 	u.RawQuery = params.Encode()
 	var rd io.Reader
 	if body != nil {
