@@ -99,7 +99,7 @@ func newNSOnlyAPI(t *testing.T, ns string) (*nsOnlyAPI, *httptest.Server) {
 		f.requests = append(f.requests, line)
 		if r.URL.Query().Get("namespace") != ns {
 			f.refused = append(f.refused, line)
-			http.Error(w, `{"error":"Permission denied"}`, 403)
+			http.Error(w, `{"error":"Permission denied"}`, http.StatusForbidden)
 			return
 		}
 		mux.ServeHTTP(w, r)
