@@ -58,10 +58,11 @@ Put Options:
 
   -job JOB
     Reference the artifact from job JOB, so retention keeps it while the
-    job exists and the job's readers may read it.
+    job exists and the job's readers may read it. The job must exist in
+    the upload's namespace.
 
   -namespace NS
-    The namespace of the upload when -job is not given (default "default").
+    The namespace of the upload, and of -job (default "default").
 `)
 }
 

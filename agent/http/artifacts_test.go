@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpulayer/gpulayer/server"
 	"github.com/gpulayer/gpulayer/server/servertest"
+	"github.com/gpulayer/gpulayer/state/statetest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -166,7 +167,10 @@ func TestArtifactsUploadThroughFollowerReplicatedDedupedRepaired(t *testing.T) {
 	if code != 200 || !strings.Contains(string(body), `"Missing": []`) {
 		t.Fatalf("missing after upload: %d %s", code, body)
 	}
-	if code, body, _ = send(t, "PUT", ac.apis[f].URL+"/v1/artifact/sha256/"+d+"?job=j1", nil, nil); code != 200 || !strings.Contains(string(body), `"j1"`) {
+	j1 := statetest.Job()
+	j1.ID, j1.Name = "j1", "j1"
+	ac.c.Register(j1)
+	if code, body, _ = send(t, "PUT", ac.apis[f].URL+"/v1/artifact/sha256/"+d+"?job=j1", nil, nil); code != 200 || !strings.Contains(string(body), `"default/j1"`) {
 		t.Fatalf("second upload without bytes: %d %s", code, body)
 	}
 	for i := range ac.apis {
