@@ -233,7 +233,7 @@ func TestArtifactsBadInput(t *testing.T) {
 		{"bad digest", "PUT", "/v1/artifact/sha256/XYZ", data, 400, "path digest"},
 		{"upper-case digest", "GET", "/v1/artifact/sha256/" + strings.ToUpper(d), nil, 400, "lower-case hex"},
 		{"digest mismatch", "PUT", "/v1/artifact/sha256/" + d, append([]byte("x"), data...), 400, "digest mismatch"},
-		{"oversize", "PUT", "/v1/artifact/sha256/" + d, make([]byte, 2<<20), 413, "limit"},
+		{"oversize", "PUT", "/v1/artifact/sha256/" + d, make([]byte, 2<<20), 413, "limits.artifact_max_bytes"},
 		{"unknown", "GET", "/v1/artifact/sha256/" + d, nil, 404, "not found"},
 		{"unknown meta", "GET", "/v1/artifact/sha256/" + d + "/meta", nil, 404, "not found"},
 		{"missing bad digest", "POST", "/v1/artifacts/missing", []byte(`{"Digests":["nothex"]}`), 400, "Digests[0]"},
