@@ -52,6 +52,13 @@ type artCluster struct {
 
 func newArtCluster(t *testing.T, maxArtifact int64) *artCluster {
 	t.Helper()
+	return newArtClusterACL(t, maxArtifact, false)
+}
+
+// newArtClusterACL is newArtCluster with ACLs on or off (no TLS either
+// way).
+func newArtClusterACL(t *testing.T, maxArtifact int64, aclOn bool) *artCluster {
+	t.Helper()
 	ac := &artCluster{urls: map[string]string{}}
 	c := servertest.NewCluster(t, 3, servertest.WithConfig(func(cfg *server.Config) {
 		cfg.LeaderLookup = nil
@@ -72,7 +79,7 @@ func newArtCluster(t *testing.T, maxArtifact int64) *artCluster {
 	ac.c = c
 	for i := 0; i < c.Size(); i++ {
 		srv := artServer{routedServer: routedServer{Server: c.Server(i), mu: &ac.mu, urls: ac.urls}}
-		h, err := New(Config{Server: &srv, MaxArtifactBytes: maxArtifact})
+		h, err := New(Config{Server: &srv, MaxArtifactBytes: maxArtifact, ACLEnabled: aclOn})
 		if err != nil {
 			t.Fatal(err)
 		}
