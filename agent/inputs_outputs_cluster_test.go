@@ -48,7 +48,7 @@ func TestClusterInputToOutputSurvivesKill(t *testing.T) {
 	tw.Close()
 	sum := sha256.Sum256(tb.Bytes())
 	in := hex.EncodeToString(sum[:])
-	req, _ := http.NewRequest(http.MethodPut, follower.url()+"/v1/artifact/sha256/"+in+"?media_type=application/x-tar&job=io-cluster", bytes.NewReader(tb.Bytes()))
+	req, _ := http.NewRequest(http.MethodPut, follower.url()+"/v1/artifact/sha256/"+in+"?media_type=application/x-tar", bytes.NewReader(tb.Bytes()))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		t.Fatal(err)

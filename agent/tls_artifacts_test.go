@@ -80,4 +80,35 @@ func TestTLSArtifactSyncAfterMissedPush(t *testing.T) {
 	if resp.StatusCode != 200 || err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("returned server serves %d, %d bytes, %v", resp.StatusCode, len(got), err)
 	}
+
+	// An ordinary submit-job token's upload is pushed too: the push carries
+	// the server certificate, not the user's token (which the replica
+	// route refuses), so every live server holds it once acknowledged.
+	policy := map[string]string{"Name": "artifact-writer", "Rules": `namespace "default" { policy = "write" }`}
+	if code, body := c.send(leader, http.MethodPut, "/v1/acl/policy/artifact-writer", policy, nil); code != http.StatusOK {
+		t.Fatalf("create the writer policy: %d %s", code, body)
+	}
+	var tok struct{ SecretID string }
+	if code, body := c.send(leader, http.MethodPut, "/v1/acl/token", map[string]interface{}{"Name": "w", "Type": "client", "Policies": []string{"artifact-writer"}}, &tok); code != http.StatusOK {
+		t.Fatalf("create the writer token: %d %s", code, body)
+	}
+	user := []byte("uploaded with a user token")
+	us := sha256.Sum256(user)
+	ud := hex.EncodeToString(us[:])
+	req, _ = http.NewRequest(http.MethodPut, leader.url()+"/v1/artifact/sha256/"+ud, bytes.NewReader(user))
+	req.Header.Set("X-Nomad-Token", tok.SecretID)
+	resp2, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := io.ReadAll(resp2.Body)
+	resp2.Body.Close()
+	if resp2.StatusCode != 200 {
+		t.Fatalf("upload with a user token: %d %s", resp2.StatusCode, b2)
+	}
+	for _, p := range c.servers {
+		if got, err := os.ReadFile(filepath.Join(c.root, p.name, "server", "artifacts", "sha256", ud[:2], ud)); err != nil || !bytes.Equal(got, user) {
+			t.Fatalf("server %s lacks the acknowledged user upload: %v", p.name, err)
+		}
+	}
 }

@@ -58,7 +58,8 @@ Put Options:
 
   -job JOB
     Reference the artifact from job JOB (in -namespace), so retention
-    keeps it while the job exists and the job's readers may read it.
+    keeps it while the job exists and the job's readers may read it. The
+    job must exist in that namespace.
 `)
 }
 

@@ -47,14 +47,19 @@ func selectArtifactGC(snap *state.StateSnapshot, now int64, threshold time.Durat
 }
 
 // artifactReferenced reports whether a job (any version: jobs are stored
-// by ID) or an allocation named in a's references still exists.
+// by ID; it must be in the namespace the reference names) or an
+// allocation named in a's references still exists.
 func artifactReferenced(snap *state.StateSnapshot, a *structs.Artifact) (bool, error) {
-	for _, id := range a.JobRefs {
+	for _, ref := range a.JobRefs {
+		_, id, ok := structs.SplitArtifactJobRef(ref)
+		if !ok {
+			continue
+		}
 		j, err := snap.JobByID(nil, id)
 		if err != nil {
 			return false, err
 		}
-		if j != nil {
+		if structs.ArtifactJobRefMatches(ref, j) {
 			return true, nil
 		}
 	}

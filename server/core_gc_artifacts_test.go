@@ -55,12 +55,14 @@ func TestArtifactRetention(t *testing.T) {
 	if _, err := s.JobRegister(ctxT(t), job); err != nil {
 		t.Fatal(err)
 	}
-	kept := storeArtifact(t, s, []byte("referenced by a live job"), job.ID)
+	kept := storeArtifact(t, s, []byte("referenced by a live job"), structs.ArtifactJobRef(job.Namespace, job.ID))
 	unref := storeArtifact(t, s, []byte("referenced by nothing"))
-	purged := storeArtifact(t, s, []byte("referenced by a job that is gone"), "no-such-job")
+	purged := storeArtifact(t, s, []byte("referenced by a job that is gone"), "default/no-such-job")
+	// The live job's ID in another namespace is not the live job.
+	otherNS := storeArtifact(t, s, []byte("referenced by the same ID elsewhere"), structs.ArtifactJobRef("elsewhere", job.ID))
 	start := time.Now()
 	waittest.Until(t, 15*time.Second, "the unreferenced artifacts to be collected", func() bool {
-		return artifactGone(t, s, unref) && artifactGone(t, s, purged)
+		return artifactGone(t, s, unref) && artifactGone(t, s, purged) && artifactGone(t, s, otherNS)
 	})
 	if time.Since(start) < 2*time.Second {
 		t.Fatalf("collected after %s, before artifact_gc_threshold (2s)", time.Since(start))

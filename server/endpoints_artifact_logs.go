@@ -36,8 +36,8 @@ func (s *Server) ArtifactOpen(ctx context.Context, digest string) (io.ReadCloser
 
 // LogArchiveFor names the log archive allocID uploaded (the newest
 // artifact of media type structs.MediaTypeLogArchive that references it)
-// and the namespace of a job it references that still exists ("" when
-// none does). "" and no error when there is no such archive
+// and the namespace of a job it references that still exists in the
+// namespace the reference names ("" when none does). "" and no error when there is no such archive
 // (agent/http.LogArchiveFinder).
 func (s *Server) LogArchiveFor(ctx context.Context, allocID string) (string, string, error) {
 	st := s.fsm.State()
@@ -55,12 +55,13 @@ func (s *Server) LogArchiveFor(ctx context.Context, allocID string) (string, str
 		return "", "", nil
 	}
 	ns := ""
-	for _, id := range best.JobRefs {
-		if j, err := st.JobByID(nil, id); err == nil && j != nil {
-			ns = j.Namespace
-			if ns == "" {
-				ns = "default"
-			}
+	for _, ref := range best.JobRefs {
+		rns, id, ok := structs.SplitArtifactJobRef(ref)
+		if !ok {
+			continue
+		}
+		if j, err := st.JobByID(nil, id); err == nil && structs.ArtifactJobRefMatches(ref, j) {
+			ns = rns
 			break
 		}
 	}

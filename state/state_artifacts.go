@@ -10,7 +10,9 @@ import (
 
 // UpsertArtifacts stores artifact metadata at Raft index index. A new
 // digest is stored as given (a copy; ModifyTime defaults to CreateTime);
-// for a stored digest the references are merged (union, sorted) and
+// for a stored digest the stored references whose job or allocation no
+// longer exists are dropped, the rest merged with the new ones (union,
+// sorted), and
 // ModifyTime and ModifyIndex move on, while CreateIndex, CreateTime, Size,
 // MediaType and UploadedBy stay the first upload's. Errors wrap
 // structs.ErrInvalid for a nil artifact or one that fails Validate, or a
@@ -41,8 +43,12 @@ func (s *StateStore) UpsertArtifacts(index uint64, arts []*structs.Artifact) err
 			}
 			c.CreateIndex, c.CreateTime = existing.CreateIndex, existing.CreateTime
 			c.MediaType, c.UploadedBy = existing.MediaType, existing.UploadedBy
-			c.JobRefs = mergeRefs(existing.JobRefs, a.JobRefs)
-			c.AllocRefs = mergeRefs(existing.AllocRefs, a.AllocRefs)
+			oldJobs, oldAllocs, err := liveArtifactRefs(txn, existing)
+			if err != nil {
+				return err
+			}
+			c.JobRefs = mergeRefs(oldJobs, a.JobRefs)
+			c.AllocRefs = mergeRefs(oldAllocs, a.AllocRefs)
 			if len(c.JobRefs) > structs.MaxArtifactRefs || len(c.AllocRefs) > structs.MaxArtifactRefs {
 				return invalid("artifact %s: more than %d job or allocation references", a.Digest, structs.MaxArtifactRefs)
 			}
@@ -58,6 +64,37 @@ func (s *StateStore) UpsertArtifacts(index uint64, arts []*structs.Artifact) err
 	}
 	s.commitTxn(txn, index)
 	return nil
+}
+
+// liveArtifactRefs returns the references of a whose job (same namespace
+// and ID) or allocation still exists in txn: a merge drops the dead ones,
+// so references to purged jobs and collected allocations cannot fill the
+// MaxArtifactRefs cap. The new references of an upsert are kept as given
+// (a job's inputs are referenced just before the job registers).
+func liveArtifactRefs(txn *memdb.Txn, a *structs.Artifact) (jobs, allocs []string, err error) {
+	for _, ref := range a.JobRefs {
+		_, id, ok := structs.SplitArtifactJobRef(ref)
+		if !ok {
+			continue
+		}
+		j, err := jobByIDTxn(txn, nil, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if structs.ArtifactJobRefMatches(ref, j) {
+			jobs = append(jobs, ref)
+		}
+	}
+	for _, id := range a.AllocRefs {
+		al, err := allocByIDTxn(txn, nil, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		if al != nil {
+			allocs = append(allocs, id)
+		}
+	}
+	return jobs, allocs, nil
 }
 
 // mergeRefs returns the sorted union of a and b without duplicates (nil

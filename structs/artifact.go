@@ -49,7 +49,10 @@ type Artifact struct {
 	// UploadedBy is the uploader's token accessor ID, "node:<node-id>" for
 	// a client's upload, or "" with ACLs off.
 	UploadedBy string
-	// JobRefs are the IDs of the jobs that reference the artifact, sorted.
+	// JobRefs are the jobs that reference the artifact, each
+	// "<namespace>/<job-id>" (ArtifactJobRef), sorted. A reference names
+	// the namespace so a job of the same ID registered later in another
+	// namespace never matches it.
 	JobRefs []string
 	// AllocRefs are the IDs of the allocations that reference it (their
 	// outputs or archived logs), sorted.
@@ -68,6 +71,32 @@ func (a *Artifact) Copy() *Artifact {
 	c.JobRefs = slices.Clone(a.JobRefs)
 	c.AllocRefs = slices.Clone(a.AllocRefs)
 	return &c
+}
+
+// ArtifactJobRef returns the JobRefs entry of job id in namespace ns
+// ("default" when ns is empty): "<namespace>/<job-id>".
+func ArtifactJobRef(ns, id string) string {
+	if ns == "" {
+		ns = "default"
+	}
+	return ns + "/" + id
+}
+
+// SplitArtifactJobRef returns the namespace and job ID of a JobRefs entry
+// (job IDs hold no "/", so it splits at the last one); ok is false for an
+// entry without a "/" or with an empty part.
+func SplitArtifactJobRef(ref string) (ns, id string, ok bool) {
+	i := strings.LastIndexByte(ref, '/')
+	if i <= 0 || i == len(ref)-1 {
+		return "", "", false
+	}
+	return ref[:i], ref[i+1:], true
+}
+
+// ArtifactJobRefMatches reports whether ref names job j (its namespace
+// and ID).
+func ArtifactJobRefMatches(ref string, j *Job) bool {
+	return j != nil && ref == ArtifactJobRef(j.Namespace, j.ID)
 }
 
 // Ref returns the artifact's reference string, artifact://sha256/<hex>.
@@ -96,6 +125,11 @@ func (a *Artifact) Validate() error {
 	for _, id := range append(slices.Clone(a.JobRefs), a.AllocRefs...) {
 		if id == "" || len(id) > 256 {
 			return fmt.Errorf("%w: JobRefs/AllocRefs: an ID is empty or over 256 bytes", ErrInvalid)
+		}
+	}
+	for _, ref := range a.JobRefs {
+		if _, _, ok := SplitArtifactJobRef(ref); !ok {
+			return fmt.Errorf("%w: JobRefs: %q is not \"<namespace>/<job-id>\"", ErrInvalid, ref)
 		}
 	}
 	return nil

@@ -111,7 +111,7 @@ func (h *handler) artifactsMissing(w http.ResponseWriter, r *http.Request) (inte
 func (h *handler) uploadBody(r *http.Request) (io.Reader, error) {
 	max := h.maxArtifact()
 	if r.ContentLength > max {
-		return nil, &codedError{code: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("artifact of %d bytes is over the limit of %d bytes (limits.max_artifact_bytes)", r.ContentLength, max)}
+		return nil, &codedError{code: http.StatusRequestEntityTooLarge, msg: fmt.Sprintf("artifact of %d bytes is over the limit of %d bytes (limits.artifact_max_bytes)", r.ContentLength, max)}
 	}
 	return r.Body, nil
 }
@@ -123,6 +123,8 @@ func storeErr(err error) error {
 		return &codedError{code: http.StatusRequestEntityTooLarge, msg: err.Error()}
 	case errors.Is(err, artifacts.ErrDigestMismatch):
 		return badRequest("%v (nothing stored)", err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return badRequest("body: ended before its Content-Length: %v (nothing stored)", err)
 	}
 	return err
 }
@@ -145,14 +147,18 @@ func (h *handler) artifactPut(w http.ResponseWriter, r *http.Request) (interface
 	if meta.MediaType == "" {
 		meta.MediaType = structs.ArtifactMediaFile
 	}
-	if id := q.Get("job"); id != "" {
-		meta.JobRefs = []string{id}
-	}
 	if id := q.Get("alloc"); id != "" {
 		if err := h.checkAllocRef(r, id); err != nil {
 			return nil, err
 		}
 		meta.AllocRefs = []string{id}
+	}
+	if id := q.Get("job"); id != "" {
+		ref, err := h.artifactJobRef(r, id, q.Get("alloc"))
+		if err != nil {
+			return nil, err
+		}
+		meta.JobRefs = []string{ref}
 	}
 	if err := meta.Validate(); err != nil {
 		return nil, err
@@ -261,7 +267,13 @@ func (h *handler) checkAllocRef(r *http.Request, id string) error {
 
 // artifactReplica stores a blob another server pushed (verified against
 // {hex}); it commits nothing, the pushing server does. 200 with the size.
+// With ACLs on only a server (its TLS certificate, isServerPeer) or a
+// management token may push: a blob pushed here has no metadata, so any
+// other caller could only leave orphans (403).
 func (h *handler) artifactReplica(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	if h.aclEnabled && !callerFrom(r).server && !managementToken(r) {
+		return nil, errPermissionDenied
+	}
 	digest, err := pathDigest(r)
 	if err != nil {
 		return nil, err

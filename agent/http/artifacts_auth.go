@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 
@@ -11,15 +12,17 @@ import (
 // Artifact access (Nomad has no artifact store; these follow ADR-0008's
 // "access by more than knowledge of a digest"):
 //
-//   - uploading (PUT, the replica push and POST /v1/artifacts/missing)
-//     needs submit-job in the namespace (the namespace of ?job= when that
-//     job exists, else ?namespace=, default "default"), or a node secret
-//     (X-Gpulayer-Node-Secret) with ?node=<node-id> for that node's
-//     outputs and logs;
+//   - uploading (PUT and POST /v1/artifacts/missing) needs submit-job in
+//     ?namespace= (default "default"), where a ?job= must exist, or a node
+//     secret (X-Gpulayer-Node-Secret) with ?node=<node-id> for that
+//     node's outputs and logs; the replica push between servers needs a
+//     server's TLS certificate or a management token (artifactReplica);
 //   - reading (GET bytes, /meta, and each entry of GET /v1/artifacts) needs
 //     a management token, the token that uploaded it, read-job in the
-//     namespace of a job or allocation that references it, or the secret
-//     of a node that runs an allocation referencing it (or whose job does);
+//     namespace of a job ("<namespace>/<id>": the job of that ID must be
+//     in that namespace) or allocation that references it, or the secret
+//     of a node that runs an allocation referencing it (or whose job
+//     does); a log archive needs read-logs instead (artifactReadable);
 //   - a second upload of stored bytes by a caller who may not read them
 //     must send the bytes (proof of possession) before it may add a
 //     reference: knowing a digest is not enough to get at its bytes.
@@ -70,19 +73,52 @@ func (h *handler) isServerPeer(r *http.Request) bool {
 	return r.TLS.VerifiedChains[0][0].VerifyHostname(h.serverPeerName) == nil
 }
 
+// managementToken reports whether r's caller is a management token (not
+// a node secret, whose request carries no ACL of its own).
+func managementToken(r *http.Request) bool {
+	if c := callerFrom(r); c.nodeID != "" || c.server {
+		return false
+	}
+	acl, _ := aclFrom(r)
+	return acl.IsManagement()
+}
+
 // withServerPeer returns r marked as a server peer's request.
 func withServerPeer(r *http.Request) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), artifactCallerKey{}, artifactCaller{server: true}))
 }
 
-// artifactWriteNamespace is the namespace an upload acts in.
+// artifactWriteNamespace is the namespace an upload acts in: ?namespace=
+// ("default" when absent). A ?job= reference must name a job of that
+// namespace (artifactJobRef).
 func (h *handler) artifactWriteNamespace(r *http.Request) string {
-	if id := r.URL.Query().Get("job"); id != "" && h.srv != nil {
-		if j, _, err := h.srv.JobGet(r.Context(), id, &structs.QueryOptions{AllowStale: true}); err == nil && j != nil {
-			return nsOrDefault(j.Namespace)
+	return nsOrDefault(r.URL.Query().Get("namespace"))
+}
+
+// artifactJobRef returns the JobRefs entry for an upload's ?job=id: the
+// job must exist in the upload's namespace, which is ?namespace=, else
+// the namespace of the upload's ?alloc= allocation (a node's upload of an
+// allocation's outputs names no namespace), else "default". A job that
+// does not exist there is a 400 naming it: a reference to a job not yet
+// registered could be claimed later by a job of that ID in another
+// namespace.
+func (h *handler) artifactJobRef(r *http.Request, id, allocID string) (string, error) {
+	q := &structs.QueryOptions{AllowStale: true}
+	ns := r.URL.Query().Get("namespace")
+	if ns == "" && allocID != "" {
+		if al, _, err := h.srv.AllocGet(r.Context(), allocID, q); err == nil && al != nil {
+			ns = allocNamespace(al)
 		}
 	}
-	return nsOrDefault(r.URL.Query().Get("namespace"))
+	ns = nsOrDefault(ns)
+	j, _, err := h.srv.JobGet(r.Context(), id, q)
+	if err != nil && !errors.Is(err, structs.ErrNotFound) {
+		return "", err
+	}
+	if j == nil || nsOrDefault(j.Namespace) != ns {
+		return "", badRequest("job: no job %q in namespace %q (register the job first, or name its namespace with ?namespace=)", id, ns)
+	}
+	return structs.ArtifactJobRef(ns, id), nil
 }
 
 // uploader names the caller in Artifact.UploadedBy: "node:<id>" for a
@@ -103,7 +139,11 @@ func (h *handler) uploader(r *http.Request) string {
 }
 
 // artifactReadable reports whether the caller of r may read a (see the
-// rules above). With ACLs off everyone may.
+// rules above). With ACLs off everyone may. A log archive
+// (structs.MediaTypeLogArchive) holds task logs, so reading it needs what
+// the logs route needs: read-logs in the namespace of its allocation (or
+// of a job it references, once the allocation is collected), a management
+// token, a server, or the node that uploaded it or runs its allocation.
 func (h *handler) artifactReadable(r *http.Request, a *structs.Artifact) bool {
 	if !h.aclEnabled {
 		return true
@@ -113,6 +153,7 @@ func (h *handler) artifactReadable(r *http.Request, a *structs.Artifact) bool {
 	if callerFrom(r).server {
 		return true
 	}
+	logs := a.MediaType == structs.MediaTypeLogArchive
 	if c := callerFrom(r); c.nodeID != "" {
 		if a.UploadedBy == "node:"+c.nodeID {
 			return true
@@ -126,7 +167,7 @@ func (h *handler) artifactReadable(r *http.Request, a *structs.Artifact) bool {
 			return false
 		}
 		for _, al := range allocs {
-			if slices.Contains(a.AllocRefs, al.ID) || slices.Contains(a.JobRefs, al.JobID) {
+			if slices.Contains(a.AllocRefs, al.ID) || !logs && slices.Contains(a.JobRefs, structs.ArtifactJobRef(allocNamespace(al), al.JobID)) {
 				return true
 			}
 		}
@@ -136,17 +177,25 @@ func (h *handler) artifactReadable(r *http.Request, a *structs.Artifact) bool {
 	if acl.IsManagement() {
 		return true
 	}
-	if tok != nil && tok.AccessorID != "" && tok.AccessorID != "anonymous" && tok.AccessorID == a.UploadedBy {
+	if !logs && tok != nil && tok.AccessorID != "" && tok.AccessorID != "anonymous" && tok.AccessorID == a.UploadedBy {
 		return true
 	}
-	read := func(ns string) bool { return acl.AllowNamespaceOp(nsOrDefault(ns), structs.NamespaceCapabilityReadJob) }
-	for _, id := range a.JobRefs {
-		if j, _, err := h.srv.JobGet(ctx, id, q); err == nil && j != nil && read(j.Namespace) {
+	capability := structs.NamespaceCapabilityReadJob
+	if logs {
+		capability = structs.NamespaceCapabilityReadLogs
+	}
+	allowed := func(ns string) bool { return acl.AllowNamespaceOp(nsOrDefault(ns), capability) }
+	for _, ref := range a.JobRefs {
+		ns, id, ok := structs.SplitArtifactJobRef(ref)
+		if !ok || !allowed(ns) {
+			continue
+		}
+		if j, _, err := h.srv.JobGet(ctx, id, q); err == nil && structs.ArtifactJobRefMatches(ref, j) {
 			return true
 		}
 	}
 	for _, id := range a.AllocRefs {
-		if al, _, err := h.srv.AllocGet(ctx, id, q); err == nil && al != nil && read(allocNamespace(al)) {
+		if al, _, err := h.srv.AllocGet(ctx, id, q); err == nil && al != nil && allowed(allocNamespace(al)) {
 			return true
 		}
 	}

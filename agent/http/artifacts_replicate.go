@@ -15,16 +15,21 @@ import (
 
 // Replication of artifact blobs between servers, over the servers' HTTP
 // APIs with the TLS client configuration forwarding uses (a peer must
-// present a server certificate when tls.http is on). A server-to-server
-// request carries the credential of the request that caused it (the
-// uploader's token or node secret for a push, the reader's for a pull), so
-// the peer applies the same ACL rules to it and no server-wide secret is
-// needed.
+// present a server certificate when tls.http is on). A pull carries the
+// credential of the request that caused it (the reader's token or node
+// secret), so the peer applies the same read rules to it and no
+// server-wide secret is needed. A push is the server's own act: with
+// tls.http it carries no token and the peer accepts it on the server
+// certificate alone (isServerPeer); without TLS a server has no proof of
+// its own, so with ACLs on it pushes only for a management caller (whose
+// token the peer accepts) and otherwise leaves the copies to the other
+// servers' pull on read and sync (see push).
 //
 //   - push: after the leader stored an upload it sends the blob to every
 //     other live server (PUT .../replica) and needs one of them to confirm
 //     before it commits the metadata, so an acknowledged artifact is on two
-//     servers at least (all live ones, normally);
+//     servers at least (all live ones, normally; not in a cluster with
+//     ACLs on and no tls.http unless the uploader is management);
 //   - pull: a server asked for a blob it lacks (it was down during the
 //     push, or it removed a corrupt copy) fetches it from the first peer
 //     that has it, verifying the digest while it stores it.
@@ -72,19 +77,29 @@ func (p *replicator) peerURL(addr, path string, q url.Values) string {
 
 // push sends the stored blob to every other live server and returns nil
 // once at least one confirmed (or when there is no other server); an
-// error wrapping structs.ErrNotReady (503) when none did.
+// error wrapping structs.ErrNotReady (503) when none did. With ACLs on and
+// no tls.http a non-management caller's upload is not pushed (nil): the
+// peers take no user's push, and get the blob by pulling it when read.
 func (p *replicator) push(r *http.Request, digest string, size int64) error {
 	peers := p.h.arts.ArtifactPeers()
 	if len(peers) == 0 {
 		return nil
 	}
-	q := url.Values{}
-	for _, k := range []string{"node", "job", "namespace"} {
-		if v := r.URL.Query().Get(k); v != "" {
-			q.Set(k, v)
+	hdr := http.Header{}
+	hdr.Set(HeaderArtifactReplica, "1")
+	switch {
+	case p.h.serverTLS != nil:
+		// The server certificate is the credential (isServerPeer).
+	case !p.h.aclEnabled:
+	default:
+		if !managementToken(r) {
+			p.h.logger.Debug("artifact not pushed: without tls.http the other servers take only a management token's push; they pull the blob when it is read",
+				"digest", digest)
+			return nil
 		}
+		hdr = credentials(r)
 	}
-	hdr := credentials(r)
+	q := url.Values{}
 	ctx := r.Context()
 	errs := make([]error, len(peers))
 	var wg sync.WaitGroup

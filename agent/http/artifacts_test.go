@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpulayer/gpulayer/server"
 	"github.com/gpulayer/gpulayer/server/servertest"
+	"github.com/gpulayer/gpulayer/state/statetest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -51,6 +52,13 @@ type artCluster struct {
 
 func newArtCluster(t *testing.T, maxArtifact int64) *artCluster {
 	t.Helper()
+	return newArtClusterACL(t, maxArtifact, false)
+}
+
+// newArtClusterACL is newArtCluster with ACLs on or off (no TLS either
+// way).
+func newArtClusterACL(t *testing.T, maxArtifact int64, aclOn bool) *artCluster {
+	t.Helper()
 	ac := &artCluster{urls: map[string]string{}}
 	c := servertest.NewCluster(t, 3, servertest.WithConfig(func(cfg *server.Config) {
 		cfg.LeaderLookup = nil
@@ -71,7 +79,7 @@ func newArtCluster(t *testing.T, maxArtifact int64) *artCluster {
 	ac.c = c
 	for i := 0; i < c.Size(); i++ {
 		srv := artServer{routedServer: routedServer{Server: c.Server(i), mu: &ac.mu, urls: ac.urls}}
-		h, err := New(Config{Server: &srv, MaxArtifactBytes: maxArtifact})
+		h, err := New(Config{Server: &srv, MaxArtifactBytes: maxArtifact, ACLEnabled: aclOn})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +174,10 @@ func TestArtifactsUploadThroughFollowerReplicatedDedupedRepaired(t *testing.T) {
 	if code != 200 || !strings.Contains(string(body), `"Missing": []`) {
 		t.Fatalf("missing after upload: %d %s", code, body)
 	}
-	if code, body, _ = send(t, "PUT", ac.apis[f].URL+"/v1/artifact/sha256/"+d+"?job=j1", nil, nil); code != 200 || !strings.Contains(string(body), `"j1"`) {
+	j1 := statetest.Job()
+	j1.ID, j1.Name = "j1", "j1"
+	ac.c.Register(j1)
+	if code, body, _ = send(t, "PUT", ac.apis[f].URL+"/v1/artifact/sha256/"+d+"?job=j1", nil, nil); code != 200 || !strings.Contains(string(body), `"default/j1"`) {
 		t.Fatalf("second upload without bytes: %d %s", code, body)
 	}
 	for i := range ac.apis {
@@ -229,7 +240,7 @@ func TestArtifactsBadInput(t *testing.T) {
 		{"bad digest", "PUT", "/v1/artifact/sha256/XYZ", data, 400, "path digest"},
 		{"upper-case digest", "GET", "/v1/artifact/sha256/" + strings.ToUpper(d), nil, 400, "lower-case hex"},
 		{"digest mismatch", "PUT", "/v1/artifact/sha256/" + d, append([]byte("x"), data...), 400, "digest mismatch"},
-		{"oversize", "PUT", "/v1/artifact/sha256/" + d, make([]byte, 2<<20), 413, "limit"},
+		{"oversize", "PUT", "/v1/artifact/sha256/" + d, make([]byte, 2<<20), 413, "limits.artifact_max_bytes"},
 		{"unknown", "GET", "/v1/artifact/sha256/" + d, nil, 404, "not found"},
 		{"unknown meta", "GET", "/v1/artifact/sha256/" + d + "/meta", nil, 404, "not found"},
 		{"missing bad digest", "POST", "/v1/artifacts/missing", []byte(`{"Digests":["nothex"]}`), 400, "Digests[0]"},

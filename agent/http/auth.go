@@ -75,6 +75,10 @@ const (
 	// with ?node=; the handler then checks the artifact's own readers
 	// (artifactReadable).
 	accessArtifactRead
+	// accessArtifactReplica: another server proven by its TLS certificate
+	// (isServerPeer), or a management token; no user token or node secret
+	// (the server-to-server push, artifactReplica).
+	accessArtifactReplica
 )
 
 // nsSource says where a namespace route finds its namespace.
@@ -173,7 +177,7 @@ var routeACL = map[string]routeRule{
 	// Artifacts (artifacts.go, artifacts_auth.go).
 	"POST /v1/artifacts/missing":            {access: accessArtifactWrite},
 	"PUT /v1/artifact/sha256/{hex}":         {access: accessArtifactWrite},
-	"PUT /v1/artifact/sha256/{hex}/replica": {access: accessArtifactWrite},
+	"PUT /v1/artifact/sha256/{hex}/replica": {access: accessArtifactReplica},
 	"GET /v1/artifact/sha256/{hex}":         {access: accessArtifactRead},
 	"GET /v1/artifact/sha256/{hex}/meta":    {access: accessArtifactRead},
 	"GET /v1/artifacts":                     {access: accessArtifactRead},
@@ -284,11 +288,11 @@ func (h *handler) authorize(r *http.Request, pattern string) (*http.Request, err
 			return nil, errPermissionDenied
 		}
 		return r, nil
-	case accessArtifactWrite, accessArtifactRead:
+	case accessArtifactWrite, accessArtifactRead, accessArtifactReplica:
 		if h.isServerPeer(r) && r.Header.Get(HeaderNomadToken) == "" && r.Header.Get(HeaderGpulayerToken) == "" && r.Header.Get("Authorization") == "" {
 			return withServerPeer(r), nil
 		}
-		if r.Header.Get(structs.HeaderNodeSecret) != "" {
+		if r.Header.Get(structs.HeaderNodeSecret) != "" && rule.access != accessArtifactReplica {
 			return h.authorizeArtifactNode(r)
 		}
 	}
@@ -358,6 +362,8 @@ func (h *handler) allowed(r *http.Request, rule routeRule, acl *structs.ACL, tok
 		return acl.AllowNamespaceOp(h.artifactWriteNamespace(r), structs.NamespaceCapabilitySubmitJob)
 	case accessArtifactRead:
 		return acl.IsManagement() || acl != structs.DenyAllACL
+	case accessArtifactReplica:
+		return acl.IsManagement()
 	}
 	return false
 }

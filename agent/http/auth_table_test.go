@@ -150,6 +150,9 @@ func expectAllowed(rule routeRule, who, agent string) bool {
 		// submit-job in "default"; a node secret needs ?node=, which the
 		// table's paths lack.
 		return who == "ns-write" || mgmt
+	case accessArtifactReplica:
+		// A server certificate (the table has none) or management.
+		return mgmt
 	case accessArtifactRead:
 		// Any token that grants something; the handler then checks the
 		// artifact's readers (TestArtifactAccess).

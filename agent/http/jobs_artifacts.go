@@ -48,7 +48,7 @@ func (h *handler) referenceJobArtifacts(r *http.Request, job *structs.Job) error
 		}
 	}
 	for _, d := range digests {
-		if _, err := ar.ArtifactReference(ctx, d, []string{job.ID}, nil); err != nil {
+		if _, err := ar.ArtifactReference(ctx, d, []string{structs.ArtifactJobRef(job.Namespace, job.ID)}, nil); err != nil {
 			return fmt.Errorf("job %q: reference artifact %s: %w", job.ID, d, err)
 		}
 	}

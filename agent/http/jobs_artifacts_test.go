@@ -57,7 +57,7 @@ func TestExploitJobInputDigestIsNotACapability(t *testing.T) {
 		t.Fatalf("the uploader's job: %d %s", code, body)
 	}
 	a, _, err := f.srv.ArtifactGet(ctx, d, nil)
-	if err != nil || a == nil || !slices.Contains(a.JobRefs, "owner") {
-		t.Fatalf("artifact after the job: %+v, %v; want JobRefs with owner", a, err)
+	if err != nil || a == nil || !slices.Contains(a.JobRefs, "default/owner") {
+		t.Fatalf("artifact after the job: %+v, %v; want JobRefs with default/owner", a, err)
 	}
 }

@@ -60,7 +60,7 @@ func WithBodyDeadline(next http.Handler, bodyTimeout, snapshotTimeout time.Durat
 		case r.Method == http.MethodPut && r.URL.Path == "/v1/operator/snapshot":
 			d = snapshotTimeout
 		case r.Method == http.MethodPut && strings.HasPrefix(r.URL.Path, "/v1/artifact/sha256/"):
-			// An artifact upload (up to limits.max_artifact_bytes, 8 GiB
+			// An artifact upload (up to limits.artifact_max_bytes, 8 GiB
 			// by default) gets the snapshot upload's bound, 1 h.
 			d = snapshotTimeout
 		}

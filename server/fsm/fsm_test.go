@@ -167,7 +167,7 @@ func TestApplyEachMessageType(t *testing.T) {
 		},
 		{
 			name: "artifact upsert", mt: structs.ArtifactUpsertRequestType,
-			msg: &structs.ArtifactUpsertRequest{Artifacts: []*structs.Artifact{{Digest: strings.Repeat("ab", 32), Size: 3, CreateTime: 5, JobRefs: []string{"j"}}}},
+			msg: &structs.ArtifactUpsertRequest{Artifacts: []*structs.Artifact{{Digest: strings.Repeat("ab", 32), Size: 3, CreateTime: 5, JobRefs: []string{"default/j"}}}},
 			check: func(t *testing.T) {
 				if a, _ := tf.State().ArtifactByDigest(nil, strings.Repeat("ab", 32)); a == nil || a.Size != 3 || a.ModifyTime != 5 || len(a.JobRefs) != 1 {
 					t.Fatalf("artifact after upsert = %+v", a)
