@@ -155,7 +155,11 @@ func (p *replicator) pull(ctx context.Context, r *http.Request, a *structs.Artif
 
 func (p *replicator) pullWith(ctx context.Context, hdr http.Header, node string, a *structs.Artifact) error {
 	p.mu.Lock()
-	if ch, ok := p.pulling[a.Digest]; ok {
+	for {
+		ch, ok := p.pulling[a.Digest]
+		if !ok {
+			break
+		}
 		p.mu.Unlock()
 		select {
 		case <-ch:
@@ -165,7 +169,10 @@ func (p *replicator) pullWith(ctx context.Context, hdr http.Header, node string,
 		if has, _, _ := p.h.arts.ArtifactStore().Has(a.Digest); has {
 			return nil
 		}
-		return fmt.Errorf("another pull of %s failed", a.Digest)
+		// The other pull failed, or its blob is gone again (removed
+		// as corrupt, or lost since): pull it ourselves rather than
+		// fail a reader for a pull that was not its own.
+		p.mu.Lock()
 	}
 	ch := make(chan struct{})
 	p.pulling[a.Digest] = ch
