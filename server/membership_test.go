@@ -175,12 +175,28 @@ func TestGossip_BootstrapJoinAndAutopilot(t *testing.T) {
 		ids, err := raftIDs(l)
 		return ids["s3"] && len(ids) == 4, err
 	})
-	// A write commits with four voters and reaches the new one.
+	// A write commits with four voters and reaches the new one. A change
+	// of configuration may move leadership (a loaded host misses a
+	// heartbeat): the write is retried as a client would, which is safe
+	// since registering the same job again is an upsert. Any other error
+	// fails at once.
 	job := statetest.Job()
 	job.ID = "after-join"
-	if _, err := leaderOf(servers).JobRegister(context.Background(), job); err != nil {
+	waittest.NoErr(t, 20*time.Second, "the write committed", func() (bool, error) {
+		l := leaderOf(servers)
+		if l == nil {
+			return false, nil
+		}
+		_, err := l.JobRegister(context.Background(), job)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, structs.ErrOutcomeUnknown), errors.Is(err, structs.ErrNotLeader), errors.Is(err, structs.ErrNoLeader):
+			return false, nil
+		}
 		t.Fatalf("write: %v", err)
-	}
+		return false, err
+	})
 	waittest.NoErr(t, 10*time.Second, "the new server to apply the write", func() (bool, error) {
 		return jobOn(t, servers["s3"], job.ID), nil
 	})
