@@ -48,6 +48,31 @@ for p in "$port" "$raft_port"; do
   fi
 done
 
+# blocked_for_others prints the first directory above $1 that other users
+# cannot enter (no o+x), or nothing.
+blocked_for_others() {
+  local d
+  d=$(dirname "$1")
+  while [[ $d != / && -n $d ]]; do
+    if [[ -d $d ]] && [[ $(stat -c %A "$d") != *x ]] && [[ $(stat -c %A "$d") != *t ]]; then
+      echo "$d"
+      return
+    fi
+    d=$(dirname "$d")
+  done
+}
+
+# A root agent runs native tasks as nobody, who must be able to enter the
+# data dir: a checkout under /root (mode 0700) cannot hold it.
+if [[ $(id -u) == 0 ]]; then
+  if blocked=$(blocked_for_others "$dir") && [[ -n $blocked ]]; then
+    tmp=${TMPDIR:-/tmp}/gpulayer-demo-$port
+    echo "make run: as root, tasks run as nobody, who cannot enter $blocked; using $tmp as the data dir." >&2
+    dir=$tmp
+    log=$dir/agent.log
+  fi
+fi
+
 rm -rf "$dir"
 mkdir -p "$dir"
 "$bin" agent -dev -data-dir="$dir" -http-port="$port" -raft-port="$raft_port" >"$log" 2>&1 &
