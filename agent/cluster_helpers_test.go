@@ -247,20 +247,7 @@ func startCluster(t testing.TB, nServers, nClients, gpusPerClient int) *testClus
 		c.servers = append(c.servers, &proc{t: t, name: fmt.Sprintf("server%d", i), bin: bin, args: args,
 			httpAddr: fmt.Sprintf("127.0.0.1:%d", sp[i].http), raftAddr: fmt.Sprintf("127.0.0.1:%d", sp[i].raft)})
 	}
-	t.Cleanup(func() {
-		for _, p := range append(append([]*proc{}, c.clients...), c.servers...) {
-			p.stop()
-		}
-		if t.Failed() {
-			for _, p := range append(append([]*proc{}, c.servers...), c.clients...) {
-				logs := p.logText()
-				if len(logs) > 20000 {
-					logs = "...\n" + logs[len(logs)-20000:]
-				}
-				t.Logf("---- %s log ----\n%s", p.name, logs)
-			}
-		}
-	})
+	t.Cleanup(c.stopAll)
 	for _, p := range c.servers {
 		p.start()
 	}
@@ -288,21 +275,44 @@ func startCluster(t testing.TB, nServers, nClients, gpusPerClient int) *testClus
 		p.start()
 	}
 	if nClients > 0 {
-		waittest.For(t, 60*time.Second, fmt.Sprintf("%d client nodes ready", nClients), func() (bool, string) {
-			var nodes []struct{ ID, Name, Status string }
-			if err := c.get(c.servers[0], "/v1/nodes", &nodes); err != nil {
-				return false, err.Error()
-			}
-			ready := 0
-			for _, n := range nodes {
-				if n.Status == "ready" {
-					ready++
-				}
-			}
-			return ready == nClients, fmt.Sprintf("%d of %d ready", ready, len(nodes))
-		})
+		c.waitClientsReady(nClients, 60*time.Second)
 	}
 	return c
+}
+
+// stopAll stops every process (clients first) and, when the test failed,
+// logs the tail of each one's log.
+func (c *testCluster) stopAll() {
+	for _, p := range append(append([]*proc{}, c.clients...), c.servers...) {
+		p.stop()
+	}
+	if c.t.Failed() {
+		for _, p := range append(append([]*proc{}, c.servers...), c.clients...) {
+			logs := p.logText()
+			if len(logs) > 20000 {
+				logs = "...\n" + logs[len(logs)-20000:]
+			}
+			c.t.Logf("---- %s log ----\n%s", p.name, logs)
+		}
+	}
+}
+
+// waitClientsReady waits until servers[0] lists n client nodes as ready.
+func (c *testCluster) waitClientsReady(n int, timeout time.Duration) {
+	c.t.Helper()
+	waittest.For(c.t, timeout, fmt.Sprintf("%d client nodes ready", n), func() (bool, string) {
+		var nodes []struct{ ID, Name, Status string }
+		if err := c.get(c.servers[0], "/v1/nodes", &nodes); err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		for _, nd := range nodes {
+			if nd.Status == "ready" {
+				ready++
+			}
+		}
+		return ready == n, fmt.Sprintf("%d of %d ready", ready, len(nodes))
+	})
 }
 
 // clusterGossipKey is the gossip key (base64 of 32 bytes) every

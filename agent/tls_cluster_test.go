@@ -107,20 +107,7 @@ func startTLSCluster(t *testing.T, nServers, nClients int) *tlsCluster {
 	c.http = httpsClient(t, pki, tlsutil.RoleCLI)
 	// Once bootstrapped, the test's requests carry the management token.
 	c.http.Transport = tokenTransport{c: c.testCluster, base: c.http.Transport}
-	t.Cleanup(func() {
-		for _, p := range append(append([]*proc{}, c.clients...), c.servers...) {
-			p.stop()
-		}
-		if t.Failed() {
-			for _, p := range append(append([]*proc{}, c.servers...), c.clients...) {
-				logs := p.logText()
-				if len(logs) > 20000 {
-					logs = "...\n" + logs[len(logs)-20000:]
-				}
-				t.Logf("---- %s log ----\n%s", p.name, logs)
-			}
-		}
-	})
+	t.Cleanup(c.stopAll)
 	type ports struct{ http, raft, serf int }
 	sp := make([]ports, nServers)
 	for i := range sp {
@@ -151,19 +138,7 @@ func startTLSCluster(t *testing.T, nServers, nClients int) *tlsCluster {
 		c.clients = append(c.clients, p)
 		p.start()
 	}
-	waittest.For(t, 60*time.Second, fmt.Sprintf("%d client nodes ready", nClients), func() (bool, string) {
-		var nodes []struct{ Name, Status string }
-		if err := c.get(c.servers[0], "/v1/nodes", &nodes); err != nil {
-			return false, err.Error()
-		}
-		ready := 0
-		for _, n := range nodes {
-			if n.Status == "ready" {
-				ready++
-			}
-		}
-		return ready == nClients, fmt.Sprintf("%d of %d ready", ready, len(nodes))
-	})
+	c.waitClientsReady(nClients, 60*time.Second)
 	return c
 }
 
