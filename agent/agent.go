@@ -40,7 +40,11 @@ type Agent struct {
 	client *client.Client
 
 	httpServer *http.Server
-	listener   net.Listener
+	// cancelRequests cancels the context of every request in flight
+	// (http.Server.BaseContext): blocking queries and followed logs end,
+	// so a graceful shutdown does not wait out their wait.
+	cancelRequests context.CancelFunc
+	listener       net.Listener
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -249,6 +253,15 @@ func (a *Agent) start() error {
 		return fmt.Errorf("http: %w", err)
 	}
 	a.httpServer = newHTTPServer(handler, lim, a.logger.Named("http"))
+	// Requests share a context that shutdown cancels after a short grace:
+	// http.Server.Shutdown waits for active connections, and a client
+	// agent's blocking query on its allocations (or anyone's) may wait
+	// minutes, so a server with a connected client failed its 5 s
+	// shutdown whenever the client had not closed first.
+	baseCtx, cancelRequests := context.WithCancel(context.Background())
+	a.cancelRequests = cancelRequests
+	a.httpServer.BaseContext = func(net.Listener) context.Context { return baseCtx }
+	a.httpServer.RegisterOnShutdown(func() { time.AfterFunc(shutdownGrace, cancelRequests) })
 	go func() {
 		if err := a.httpServer.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.logger.Error("http server stopped", "error", err)
@@ -277,6 +290,11 @@ func (a *Agent) HTTPAddr() string {
 	return a.listener.Addr().String()
 }
 
+// shutdownGrace is how long requests in flight may go on once Shutdown
+// has begun before their context is canceled: short ones finish, long
+// polls end.
+const shutdownGrace = time.Second
+
 // Shutdown stops the HTTP API, then the client (its tasks are stopped, not
 // reported as failed), then the server. It is safe to call more than once.
 func (a *Agent) Shutdown() error {
@@ -288,6 +306,7 @@ func (a *Agent) Shutdown() error {
 				errs = append(errs, fmt.Errorf("http: %w", err))
 			}
 			cancel()
+			a.cancelRequests()
 		} else if a.listener != nil {
 			_ = a.listener.Close()
 		}
