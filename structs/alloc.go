@@ -94,6 +94,8 @@ type Allocation struct {
 // AllocatedResources is what the plan gave an allocation, per task.
 type AllocatedResources struct {
 	Tasks map[string]*AllocatedTaskResources
+	// Shared holds what the whole allocation was given: its host ports.
+	Shared *AllocatedSharedResources `json:",omitempty"`
 }
 
 // AllocatedTaskResources is one task's share: CPU in MHz, memory in MiB and
@@ -229,6 +231,7 @@ func (a *Allocation) Copy() *Allocation {
 			}
 			ar.Tasks[k] = &c
 		}
+		ar.Shared = a.AllocatedResources.Shared.Copy()
 		n.AllocatedResources = ar
 	}
 	n.Gang = a.Gang.Copy()

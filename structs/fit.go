@@ -82,7 +82,9 @@ func (tr *AllocatedTaskResources) sharedMiB() int64 {
 //     (CreateIndex 0) names exists on the node, in the group it names, and
 //     is healthy (allocations already placed keep what they hold);
 //   - an instance is held whole by one allocation, or shared by memory
-//     shares whose sum is within the group's memory; never both.
+//     shares whose sum is within the group's memory; never both;
+//   - every host port (AllocatedResources.Shared.Ports) is given to one
+//     allocation at most once, and a new allocation's ports are 1-65535.
 //
 // reason explains the first problem found.
 func AllocsFit(n *Node, allocs []*Allocation) (ok bool, reason string) {
@@ -116,7 +118,19 @@ func AllocsFit(n *Node, allocs []*Allocation) (ok bool, reason string) {
 	whole := map[string]string{}
 	shared := map[string]int64{}
 	sharer := map[string]string{}
+	ports := map[int]string{}
 	for _, a := range sorted {
+		if sh := a.AllocatedResources.Shared; sh != nil {
+			for _, pm := range sh.Ports {
+				if a.CreateIndex == 0 && (pm.Value < 1 || pm.Value > MaxValidPort) {
+					return false, fmt.Sprintf("port %q: host port %d is out of range", pm.Label, pm.Value)
+				}
+				if prev, dup := ports[pm.Value]; dup {
+					return false, fmt.Sprintf("port %d: given to both alloc %s and alloc %s", pm.Value, ShortID(prev), ShortID(a.ID))
+				}
+				ports[pm.Value] = a.ID
+			}
+		}
 		tasks := make([]string, 0, len(a.AllocatedResources.Tasks))
 		for k := range a.AllocatedResources.Tasks {
 			tasks = append(tasks, k)

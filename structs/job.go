@@ -134,6 +134,11 @@ type TaskGroup struct {
 	// (opts in to opportunistic nodes as well as continuous ones). Empty
 	// takes the job's value.
 	Availability string
+	// Networks is the group's network block (at most one): the host ports
+	// its allocations need (structs/service.go).
+	Networks []*NetworkResource `json:",omitempty"`
+	// Services are the group's service blocks (structs/service.go).
+	Services []*Service `json:",omitempty"`
 }
 
 // Task is one process or container run by a driver.
@@ -160,6 +165,8 @@ type Task struct {
 	// Artifacts are fetched beneath the task directory before the task
 	// starts (structs/alloc_artifacts.go); at most MaxTaskArtifacts.
 	Artifacts []*TaskArtifact `json:",omitempty"`
+	// Services are the task's service blocks (structs/service.go).
+	Services []*Service `json:",omitempty"`
 }
 
 // validUser is what a task's user may look like (POSIX portable user
@@ -282,6 +289,7 @@ func (j *Job) Canonicalize() {
 			c.Delay, c.DelayFunction, c.MaxDelay = d.Delay, d.DelayFunction, d.MaxDelay
 			tg.ReschedulePolicy = &c
 		}
+		tg.canonicalizeServices()
 		for _, t := range tg.Tasks {
 			if t != nil && t.Resources == nil {
 				t.Resources = &Resources{CPU: 100, MemoryMB: 300}
@@ -413,6 +421,8 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	}
 	p = append(p, rescheduleBoundProblems(tg.ReschedulePolicy)...)
 	p = append(p, mapProblems("meta", tg.Meta)...)
+	p = append(p, groupNetworkProblems(tg)...)
+	p = append(p, groupServiceProblems(tg)...)
 	p = append(p, listProblems("", len(tg.Constraints), len(tg.Affinities))...)
 	if rp := tg.RestartPolicy; rp != nil {
 		p = append(p, restartProblems(rp)...)
@@ -596,6 +606,8 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	}
 	n.Meta = maps.Clone(tg.Meta)
 	n.Requires = slices.Clone(tg.Requires)
+	n.Networks = copyNetworks(tg.Networks)
+	n.Services = copyServices(tg.Services)
 	if tg.Tasks != nil {
 		n.Tasks = make([]*Task, len(tg.Tasks))
 		for i, t := range tg.Tasks {
@@ -618,6 +630,7 @@ func (t *Task) Copy() *Task {
 	n.Affinities = copyAffinities(t.Affinities)
 	n.Resources = t.Resources.Copy()
 	n.Artifacts = copyTaskArtifacts(t.Artifacts)
+	n.Services = copyServices(t.Services)
 	return &n
 }
 

@@ -88,6 +88,14 @@ type NodeResources struct {
 	Cores    int
 	MemoryMB int64 // MiB
 	Devices  []*DeviceGroup
+	// Networks describe the host network; the first one's IP is the
+	// address services register with (Node.HostIP).
+	Networks []*NetworkResource `json:",omitempty"`
+	// MinDynamicPort and MaxDynamicPort bound the host ports given to
+	// dynamic ports; zero means DefaultMinDynamicPort and
+	// DefaultMaxDynamicPort.
+	MinDynamicPort int `json:",omitempty"`
+	MaxDynamicPort int `json:",omitempty"`
 }
 
 // NodeReservedResources is kept back for the OS and the agent itself.
@@ -151,6 +159,7 @@ func (n *Node) Copy() *Node {
 		for i, g := range n.NodeResources.Devices {
 			r.Devices[i] = g.Copy()
 		}
+		r.Networks = copyNetworks(n.NodeResources.Networks)
 		c.NodeResources = &r
 	}
 	if n.ReservedResources != nil {

@@ -63,10 +63,12 @@ type groupAsk struct {
 	// structs.NodeTakesGroup).
 	requires []string
 	avail    string
+	// ports are the group's host ports (ports.go).
+	ports portAsk
 }
 
 func newGroupAsk(job *structs.Job, tg *structs.TaskGroup) *groupAsk {
-	a := &groupAsk{tg: tg, requires: structs.GroupRequires(job, tg), avail: structs.GroupAvailability(job, tg)}
+	a := &groupAsk{tg: tg, requires: structs.GroupRequires(job, tg), avail: structs.GroupAvailability(job, tg), ports: newPortAsk(tg)}
 	a.constraints = append(a.constraints, job.Constraints...)
 	a.constraints = append(a.constraints, tg.Constraints...)
 	a.affinities = append(a.affinities, job.Affinities...)

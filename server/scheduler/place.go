@@ -195,11 +195,15 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 		if err != nil {
 			return err
 		}
+		name := structs.AllocName(c.job.ID, tg.Name, req.index)
+		if ar.Shared, err = u.ports.pick(g.ask.ports, cand.node.HostIP(), c.eval.ID+"/"+name); err != nil {
+			return err
+		}
 		a := &structs.Allocation{
 			ID:                 structs.GenerateUUID(),
 			Namespace:          c.job.Namespace,
 			EvalID:             c.eval.ID,
-			Name:               structs.AllocName(c.job.ID, tg.Name, req.index),
+			Name:               name,
 			NodeID:             cand.node.ID,
 			NodeName:           cand.node.Name,
 			JobID:              c.job.ID,

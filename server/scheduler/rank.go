@@ -57,6 +57,11 @@ func fit(ask *groupAsk, cand *candidate, u *nodeUsage, sc *devScratch) (score fl
 	if u.memUsed+mem > u.memCap {
 		return 0, "memory"
 	}
+	if !ask.ports.empty() {
+		if dim := u.ports.fits(ask.ports); dim != "" {
+			return 0, dim
+		}
+	}
 	var devAff float64
 	if len(ask.devices) > 0 {
 		devAff, dim = pickDevices(ask, cand, u, sc, false)

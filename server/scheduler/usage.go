@@ -34,10 +34,12 @@ type nodeUsage struct {
 	// gpuCap is the number of healthy device instances on the node and
 	// gpuFree the number of those not in use.
 	gpuCap, gpuFree int
+	// ports are the host ports in use (ports.go).
+	ports portUsage
 }
 
 func newNodeUsage(n *structs.Node, allocs []*structs.Allocation) *nodeUsage {
-	u := &nodeUsage{node: n, unified: n.IsUnified(), cpuCap: n.HostCPUMHz(), memCap: n.HostMemoryMiB()}
+	u := &nodeUsage{node: n, unified: n.IsUnified(), cpuCap: n.HostCPUMHz(), memCap: n.HostMemoryMiB(), ports: newPortUsage(n)}
 	var groups []*structs.DeviceGroup
 	if r := n.NodeResources; r != nil {
 		groups = r.Devices
@@ -103,6 +105,7 @@ func (u *nodeUsage) add(ar *structs.AllocatedResources, sign int64) {
 	if u.node.NodeResources != nil {
 		groups = u.node.NodeResources.Devices
 	}
+	u.ports.add(ar.Shared, int(sign))
 	for _, tr := range ar.Tasks {
 		if tr == nil {
 			continue
@@ -164,6 +167,7 @@ func (u *nodeUsage) clone() *nodeUsage {
 		c.shared[i] = slices.Clone(u.shared[i])
 	}
 	c.free = slices.Clone(u.free)
+	c.ports = u.ports.clone()
 	return &c
 }
 

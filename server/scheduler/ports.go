@@ -1,0 +1,154 @@
+package scheduler
+
+import (
+	"fmt"
+	"hash/fnv"
+	"maps"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// Host ports. A group's network block asks for static ports (a fixed host
+// port each) and dynamic ports (any free port of the node's dynamic
+// range). A node fits only when every static port is free and enough of
+// its dynamic range is; the plan applier checks the same again
+// (structs.AllocsFit), so two allocations never share a host port.
+
+// Exhausted dimensions recorded for ports, as Nomad names them.
+const (
+	dimPortCollision = "network: reserved port collision"
+	dimDynamicPorts  = "network: dynamic port selection failed"
+)
+
+// portAsk is what a group asks of a node's ports.
+type portAsk struct {
+	static  []structs.Port
+	dynamic []structs.Port
+}
+
+func newPortAsk(tg *structs.TaskGroup) portAsk {
+	var a portAsk
+	for _, n := range tg.Networks {
+		if n == nil {
+			continue
+		}
+		a.static = append(a.static, n.ReservedPorts...)
+		a.dynamic = append(a.dynamic, n.DynamicPorts...)
+	}
+	return a
+}
+
+func (a portAsk) empty() bool { return len(a.static) == 0 && len(a.dynamic) == 0 }
+
+// portUsage is the host ports in use on one node.
+type portUsage struct {
+	used map[int]int // host port -> allocations holding it
+	// lo and hi are the node's dynamic range; inRange counts the used
+	// ports within it.
+	lo, hi  int
+	inRange int
+}
+
+func newPortUsage(n *structs.Node) portUsage {
+	lo, hi := n.DynamicPortRange()
+	return portUsage{lo: lo, hi: hi}
+}
+
+func (p *portUsage) mark(port int, sign int) {
+	if p.used == nil {
+		p.used = map[int]int{}
+	}
+	before := p.used[port]
+	after := before + sign
+	if after <= 0 {
+		delete(p.used, port)
+		after = 0
+	} else {
+		p.used[port] = after
+	}
+	if port >= p.lo && port <= p.hi {
+		switch {
+		case before == 0 && after > 0:
+			p.inRange++
+		case before > 0 && after == 0:
+			p.inRange--
+		}
+	}
+}
+
+func (p *portUsage) add(sh *structs.AllocatedSharedResources, sign int) {
+	if sh == nil {
+		return
+	}
+	for _, pm := range sh.Ports {
+		p.mark(pm.Value, sign)
+	}
+}
+
+func (p portUsage) clone() portUsage {
+	c := p
+	c.used = maps.Clone(p.used)
+	return c
+}
+
+// fits returns the exhausted dimension, or "" when the ports fit.
+func (p *portUsage) fits(a portAsk) string {
+	staticInRange := 0
+	for _, s := range a.static {
+		if p.used[s.Value] > 0 {
+			return fmt.Sprintf("%s %s=%d", dimPortCollision, s.Label, s.Value)
+		}
+		if s.Value >= p.lo && s.Value <= p.hi {
+			staticInRange++
+		}
+	}
+	if len(a.dynamic) > 0 && (p.hi-p.lo+1)-p.inRange-staticInRange < len(a.dynamic) {
+		return dimDynamicPorts
+	}
+	return ""
+}
+
+// pick gives the ports of a to one allocation and marks them used: static
+// ports as asked, dynamic ones the first free port at or after an offset
+// in the range derived from seed (the allocation's name and evaluation),
+// so plans of concurrent evaluations seldom pick the same port, while the
+// same snapshot and evaluation always pick the same. It returns nil for
+// a group without ports.
+func (p *portUsage) pick(a portAsk, ip, seed string) (*structs.AllocatedSharedResources, error) {
+	if a.empty() {
+		return nil, nil
+	}
+	if dim := p.fits(a); dim != "" {
+		return nil, fmt.Errorf("assign ports that do not fit (%s)", dim)
+	}
+	sh := &structs.AllocatedSharedResources{}
+	for _, s := range a.static {
+		sh.Ports = append(sh.Ports, structs.AllocatedPortMapping{Label: s.Label, Value: s.Value, To: s.To, HostIP: ip})
+		p.mark(s.Value, 1)
+	}
+	h := fnv.New64a()
+	h.Write([]byte(seed))
+	span := p.hi - p.lo + 1
+	next := p.lo + int(h.Sum64()%uint64(span))
+	for _, d := range a.dynamic {
+		port := 0
+		for i := 0; i < span; i++ {
+			c := p.lo + (next-p.lo+i)%span
+			if p.used[c] == 0 {
+				port = c
+				break
+			}
+		}
+		if port == 0 {
+			return nil, fmt.Errorf("assign ports: %s", dimDynamicPorts)
+		}
+		to := d.To
+		if to == -1 {
+			to = port
+		}
+		sh.Ports = append(sh.Ports, structs.AllocatedPortMapping{Label: d.Label, Value: port, To: to, HostIP: ip})
+		p.mark(port, 1)
+		next = port + 1
+	}
+	return sh, nil
+}
