@@ -112,11 +112,11 @@ type Service struct {
 	TaskName string `json:",omitempty"`
 	// PortLabel names a port of the group's network block; the
 	// registration carries its host port. Empty registers port 0.
-	PortLabel string `json:",omitempty"`
+	PortLabel string   `json:",omitempty"`
 	Tags      []string `json:",omitempty"`
 	// Provider is ServiceProviderGpulayer (the default) or
 	// ServiceProviderNomad.
-	Provider string `json:",omitempty"`
+	Provider string          `json:",omitempty"`
 	Checks   []*ServiceCheck `json:",omitempty"`
 }
 
