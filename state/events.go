@@ -248,6 +248,10 @@ func eventFromChange(c *memdb.Change, index uint64) *structs.Event {
 	case *structs.Evaluation:
 		return &structs.Event{Topic: structs.TopicEvaluation, Type: pick(deleted, structs.EventEvalDeleted, structs.EventEvalUpdated),
 			Key: o.ID, FilterKeys: []string{o.JobID}, Index: index, Payload: structs.EventPayload{Evaluation: o}}
+	// Service registrations: keyed by service name, as Nomad keys them.
+	case *structs.ServiceRegistration:
+		return &structs.Event{Topic: structs.TopicService, Type: pick(deleted, structs.EventServiceDeregistration, structs.EventServiceRegistration),
+			Key: o.ServiceName, FilterKeys: []string{o.ID, o.JobID, o.AllocID}, Index: index, Payload: structs.EventPayload{Service: o}}
 	}
 	return nil
 }

@@ -201,6 +201,13 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		if err := txn.Insert(TableAllocs, a); err != nil {
 			return fmt.Errorf("state: update allocation %q: %w", a.ID, err)
 		}
+		// A finished allocation serves nothing: its service instances go
+		// in the same transaction (Nomad does the same).
+		if a.ClientTerminalStatus() {
+			if err := deleteServicesByTxn(txn, index, "alloc", a.ID); err != nil {
+				return err
+			}
+		}
 		jobs[a.JobID] = struct{}{}
 		touched = true
 	}

@@ -91,6 +91,9 @@ func (s *StateStore) DeleteEvals(index uint64, evalIDs, allocIDs []string) error
 		if err := txn.Delete(TableAllocs, a); err != nil {
 			return fmt.Errorf("state: delete allocation %q: %w", id, err)
 		}
+		if err := deleteServicesByTxn(txn, index, "alloc", a.ID); err != nil {
+			return err
+		}
 		jobs[a.JobID] = struct{}{}
 	}
 	if len(evalIDs) > 0 {

@@ -84,6 +84,9 @@ func (s *StateStore) PurgeGC(index uint64, req *structs.GCPurgeRequest) error {
 			if err := txn.Delete(TableAllocs, a); err != nil {
 				return fmt.Errorf("state: gc delete allocation %q: %w", id, err)
 			}
+			if err := deleteServicesByTxn(txn, index, "alloc", a.ID); err != nil {
+				return err
+			}
 			changed[TableAllocs] = true
 		}
 	}

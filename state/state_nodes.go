@@ -65,6 +65,9 @@ func (s *StateStore) DeleteNode(index uint64, nodeID string) error {
 	if err := txn.Delete(TableNodes, existing); err != nil {
 		return fmt.Errorf("state: delete node %q: %w", nodeID, err)
 	}
+	if err := deleteServicesByTxn(txn, index, "node", nodeID); err != nil {
+		return err
+	}
 	if err := setIndex(txn, TableNodes, index); err != nil {
 		return err
 	}
@@ -90,6 +93,13 @@ func (s *StateStore) UpdateNodeStatus(index uint64, nodeID, status string, updat
 	}
 	n.Status = status
 	n.StatusUpdatedAt = updatedAt
+	// A node that is down serves nothing: its service instances go (as
+	// Nomad does); its client registers them again when it is back.
+	if status == structs.NodeStatusDown {
+		if err := deleteServicesByTxn(txn, index, "node", nodeID); err != nil {
+			return err
+		}
+	}
 	n.ModifyIndex = index
 	if err := txn.Insert(TableNodes, n); err != nil {
 		return fmt.Errorf("state: update node %q: %w", nodeID, err)

@@ -14,6 +14,8 @@ const (
 	TopicNode       = "Node"
 	TopicEvaluation = "Evaluation"
 	TopicDeployment = "Deployment"
+	// TopicService carries service registrations (Nomad's "Service").
+	TopicService = "Service"
 	// TopicAll subscribes to every topic.
 	TopicAll = "*"
 )
@@ -30,6 +32,9 @@ const (
 	EventNodeDeleted       = "NodeDeleted"
 	EventEvalUpdated       = "EvaluationUpdated"
 	EventEvalDeleted       = "EvaluationDeleted"
+	// Service registrations, as Nomad names them.
+	EventServiceRegistration   = "ServiceRegistration"
+	EventServiceDeregistration = "ServiceDeregistration"
 )
 
 // Event is one change to the cluster state, published by the state store
@@ -56,6 +61,8 @@ type EventPayload struct {
 	Allocation *Allocation `json:",omitempty"`
 	Node       *Node       `json:",omitempty"`
 	Evaluation *Evaluation `json:",omitempty"`
+	// Service is a service registration (TopicService).
+	Service *ServiceRegistration `json:",omitempty"`
 }
 
 // EventBatch is every event of one Raft index, in the order the write made
@@ -108,8 +115,10 @@ func ParseEventTopics(values []string) (EventTopics, error) {
 		topic, key, hasKey := strings.Cut(v, ":")
 		switch topic {
 		case TopicJob, TopicAllocation, TopicNode, TopicEvaluation, TopicDeployment, TopicAll:
+		// Service registrations.
+		case TopicService:
 		default:
-			return nil, fmt.Errorf("%w: topic %q: want one of Job, Allocation, Node, Evaluation, Deployment or *", ErrInvalid, v)
+			return nil, fmt.Errorf("%w: topic %q: want one of Job, Allocation, Node, Evaluation, Deployment, Service or *", ErrInvalid, v)
 		}
 		if hasKey && key == "" {
 			return nil, fmt.Errorf("%w: topic %q: empty key after ':'; want \"Topic:key\" or \"Topic\"", ErrInvalid, v)

@@ -32,6 +32,11 @@ const (
 	NodeSecretRotateRequestType  MessageType = 15
 	ArtifactUpsertRequestType    MessageType = 16
 	ArtifactDeleteRequestType    MessageType = 17
+
+	// Service registrations (structs/service.go): 28-31.
+	ServiceRegistrationUpsertRequestType          MessageType = 28
+	ServiceRegistrationDeleteByIDRequestType      MessageType = 29
+	ServiceRegistrationDeleteByAllocIDRequestType MessageType = 30
 )
 
 // IgnoreUnknownTypeFlag is set on message types that older servers may
@@ -78,6 +83,13 @@ func (t MessageType) String() string {
 		return "ArtifactUpsert"
 	case ArtifactDeleteRequestType:
 		return "ArtifactDelete"
+	// Service registrations.
+	case ServiceRegistrationUpsertRequestType:
+		return "ServiceRegistrationUpsert"
+	case ServiceRegistrationDeleteByIDRequestType:
+		return "ServiceRegistrationDeleteByID"
+	case ServiceRegistrationDeleteByAllocIDRequestType:
+		return "ServiceRegistrationDeleteByAllocID"
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }

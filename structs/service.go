@@ -557,3 +557,23 @@ func (tg *TaskGroup) canonicalizeServices() {
 		}
 	}
 }
+
+// ServiceRegistrationUpsertRequest stores healthy service instances (the
+// endpoint has checked that each belongs to a live allocation of the
+// calling node and filled the job, namespace and datacenter from it).
+type ServiceRegistrationUpsertRequest struct {
+	Services []*ServiceRegistration
+}
+
+// ServiceRegistrationDeleteByIDRequest removes registrations by ID (an
+// instance whose check failed, or an operator's DELETE).
+type ServiceRegistrationDeleteByIDRequest struct {
+	Namespace string
+	IDs       []string
+}
+
+// ServiceRegistrationDeleteByAllocIDRequest removes every registration of
+// the allocations (their client stopped them).
+type ServiceRegistrationDeleteByAllocIDRequest struct {
+	AllocIDs []string
+}

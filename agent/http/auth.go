@@ -566,6 +566,9 @@ func eventAllowed(acl *structs.ACL, e *structs.Event) bool {
 		return read(allocNamespace(p.Allocation))
 	case p.Evaluation != nil:
 		return read(p.Evaluation.Namespace)
+	// Service registrations.
+	case p.Service != nil:
+		return read(p.Service.Namespace)
 	}
 	return false
 }

@@ -18,7 +18,10 @@ const (
 	TopicNode       = "Node"
 	TopicEvaluation = "Evaluation"
 	TopicDeployment = "Deployment"
-	TopicAll        = "*"
+	// TopicService carries service registrations; the payload key is
+	// "Service".
+	TopicService = "Service"
+	TopicAll     = "*"
 )
 
 // Event is one state change: Topic, Type (such as "AllocationUpdated"),

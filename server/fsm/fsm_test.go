@@ -289,7 +289,7 @@ func TestApplyEachMessageType(t *testing.T) {
 			t.FailNow()
 		}
 	}
-	if every := registeredTypes(); len(every) != 18 {
+	if every := registeredTypes(); len(every) != 21 {
 		t.Fatalf("registered types = %v", every)
 	}
 }
@@ -422,5 +422,10 @@ func seedMessages() map[structs.MessageType]interface{} {
 			Jobs:  []*structs.GCJobPurge{{JobID: job.ID, ModifyIndex: 2, Evals: []string{eval.ID}, Allocs: []string{alloc.ID}}},
 			Nodes: []*structs.GCNodePurge{{NodeID: node.ID, ModifyIndex: 1}},
 		},
+		// Service registrations.
+		structs.ServiceRegistrationUpsertRequestType: &structs.ServiceRegistrationUpsertRequest{Services: []*structs.ServiceRegistration{
+			{ID: "_gpulayer-" + alloc.ID + "-g-web-http", ServiceName: "web", Namespace: "default", NodeID: node.ID, JobID: job.ID, AllocID: alloc.ID, Address: "127.0.0.1", Port: 20000}}},
+		structs.ServiceRegistrationDeleteByIDRequestType:      &structs.ServiceRegistrationDeleteByIDRequest{Namespace: "default", IDs: []string{"x"}},
+		structs.ServiceRegistrationDeleteByAllocIDRequestType: &structs.ServiceRegistrationDeleteByAllocIDRequest{AllocIDs: []string{alloc.ID}},
 	}
 }
