@@ -577,3 +577,40 @@ type ServiceRegistrationDeleteByIDRequest struct {
 type ServiceRegistrationDeleteByAllocIDRequest struct {
 	AllocIDs []string
 }
+
+// NodeServicesRequest is what a client sends about its allocations'
+// service instances: instances that became healthy (Upsert), instances
+// that stopped being healthy (Delete, by registration ID) and allocations
+// whose every instance is gone (DeleteAllocs). The servers accept only the
+// calling node's allocations.
+type NodeServicesRequest struct {
+	Upsert       []*ServiceRegistration `json:",omitempty"`
+	Delete       []string               `json:",omitempty"`
+	DeleteAllocs []string               `json:",omitempty"`
+}
+
+// MaxNodeServicesBatch bounds each list of a NodeServicesRequest.
+const MaxNodeServicesBatch = 1024
+
+// Check statuses, as Nomad 1.4 reports them.
+const (
+	CheckPending = "pending"
+	CheckSuccess = "success"
+	CheckFailure = "failure"
+)
+
+// CheckStatus is the latest result of one check of an allocation, kept by
+// its client (Nomad's CheckQueryResult). Timestamp is Unix seconds;
+// Output is bounded by the client.
+type CheckStatus struct {
+	ID         string
+	Mode       string // "healthiness"
+	Status     string // CheckPending, CheckSuccess or CheckFailure
+	StatusCode int
+	Output     string
+	Timestamp  int64
+	Group      string
+	Task       string
+	Service    string
+	Check      string
+}

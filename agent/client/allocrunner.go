@@ -44,6 +44,9 @@ type allocRunner struct {
 	stopRequested bool
 	// quiet is set when the client shuts down: nothing more is reported.
 	quiet bool
+	// services runs the checks and registrations of the group's services
+	// (services.go); nil until the tasks start, or without services.
+	services *serviceRunner
 	// recovered holds, by task name, the handles of tasks started by an
 	// earlier life of this client, to reattach to.
 	recovered map[string]*driver.TaskHandle
@@ -136,8 +139,22 @@ func (ar *allocRunner) run() {
 		}
 		go tr.run()
 	}
+	ar.mu.Lock()
+	if !ar.stopRequested {
+		if ar.services = newServiceRunner(ar, tg); ar.services != nil {
+			ar.services.start(ar.c.ctx)
+		}
+	}
+	svc := ar.services
+	ar.mu.Unlock()
 	for _, tr := range ar.tasks {
 		<-tr.done
+	}
+	if svc != nil {
+		ar.mu.Lock()
+		quiet := ar.quiet
+		ar.mu.Unlock()
+		svc.stop(quiet)
 	}
 	ar.mu.Lock()
 	quiet := ar.quiet
@@ -320,8 +337,14 @@ func (ar *allocRunner) stop() {
 	for _, tr := range ar.tasks {
 		trs = append(trs, tr)
 	}
+	svc, quiet := ar.services, ar.quiet
 	ar.mu.Unlock()
 	ar.logger.Info("stopping allocation")
+	// Instances are deregistered before their tasks are killed, so no
+	// one is sent to an instance that is going away.
+	if svc != nil {
+		svc.stop(quiet)
+	}
 	for _, tr := range trs {
 		tr.kill()
 	}

@@ -175,6 +175,10 @@ func (c *Client) buildNode() (*structs.Node, error) {
 		}
 	}
 	n.NodeResources.Devices = c.fingerprintDevices(id)
+	// The host network: the address service instances register with and
+	// the dynamic port range (services.go).
+	n.NodeResources.Networks = []*structs.NetworkResource{{Mode: structs.NetworkModeHost, IP: c.cfg.networkAddress()}}
+	n.NodeResources.MinDynamicPort, n.NodeResources.MaxDynamicPort = c.cfg.MinDynamicPort, c.cfg.MaxDynamicPort
 	if err := c.applyNodeClass(n); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -120,6 +121,16 @@ type Config struct {
 	OutputMaxFiles int
 	OutputMaxBytes int64
 
+	// NetworkAddress is the address this node's service instances
+	// register with; empty means the host of HTTPAddr when it is a
+	// specific IP, else 127.0.0.1.
+	NetworkAddress string
+	// MinDynamicPort and MaxDynamicPort bound the host ports given to
+	// dynamic ports; zero means structs.DefaultMinDynamicPort (20000) and
+	// structs.DefaultMaxDynamicPort (32000).
+	MinDynamicPort int
+	MaxDynamicPort int
+
 	// logMaxFileSizeBytes overrides LogMaxFileSizeMB in tests.
 	logMaxFileSizeBytes int64
 	// detectGPUs replaces NVML detection in tests.
@@ -128,6 +139,19 @@ type Config struct {
 	// device instance of the node, simulated ones included (fault
 	// injection with devices.SimulatedHealth).
 	health devices.HealthSource
+}
+
+// networkAddress returns NetworkAddress with its default filled.
+func (cfg *Config) networkAddress() string {
+	if cfg.NetworkAddress != "" {
+		return cfg.NetworkAddress
+	}
+	if host, _, err := net.SplitHostPort(cfg.HTTPAddr); err == nil {
+		if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+			return ip.String()
+		}
+	}
+	return "127.0.0.1"
 }
 
 // Defaults used when Config fields are zero.

@@ -382,3 +382,13 @@ func statusSentinel(code int, msg string) error {
 	}
 	return fmt.Errorf("%w: %s", sentinel, msg)
 }
+
+// NodeServices implements ServiceConn: POST /v1/node/{id}/services with
+// the node's secret.
+func (c *HTTPServerConn) NodeServices(ctx context.Context, nodeID string, req *structs.NodeServicesRequest) error {
+	path := "/v1/node/" + url.PathEscape(nodeID) + "/services"
+	if _, err := c.call(ctx, http.MethodPost, path, nil, nodeID, req, nil, 0); err != nil {
+		return fmt.Errorf("service registrations: %w", err)
+	}
+	return nil
+}

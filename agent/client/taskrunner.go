@@ -303,7 +303,16 @@ func (tr *taskRunner) taskConfig(stdout, stderr io.Writer) *driver.TaskConfig {
 		LogMaxFiles:    tr.cfg.LogMaxFiles,
 		LogMaxFileSize: tr.cfg.LogMaxFileSize,
 		User:           tr.task.User,
+		Ports:          tr.ports(),
 	}
+}
+
+// ports returns the host ports the plan gave the allocation.
+func (tr *taskRunner) ports() []structs.AllocatedPortMapping {
+	if ar := tr.alloc.AllocatedResources; ar != nil && ar.Shared != nil {
+		return ar.Shared.Ports
+	}
+	return nil
 }
 
 // runOnce starts the task, or reattaches to recovered, and waits for it
@@ -467,6 +476,7 @@ func (tr *taskRunner) env() map[string]string {
 		env["NVIDIA_VISIBLE_DEVICES"] = strings.Join(ids, ",")
 	}
 	schedulingEnv(env, a, tr.resources())
+	portEnv(env, a, tr.task.Driver)
 	return env
 }
 

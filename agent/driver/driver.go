@@ -112,6 +112,11 @@ type TaskConfig struct {
 	// User is the user the task runs as (native driver, agent running as
 	// root only); empty means the agent's own user.
 	User string
+	// Ports are the host ports the plan gave the allocation (its group's
+	// network block). A native task binds them itself (NOMAD_PORT_<label>);
+	// the docker driver maps each host port to its To port (the same port
+	// when To is 0) on the mapping's HostIP.
+	Ports []structs.AllocatedPortMapping
 }
 
 // AllocDir is the allocation directory: the parent of TaskDir. Every file

@@ -182,6 +182,14 @@ var routeACL = map[string]routeRule{
 	"GET /v1/artifact/sha256/{hex}/meta":    {access: accessArtifactRead},
 	"GET /v1/artifacts":                     {access: accessArtifactRead},
 
+	// Services and checks (services.go). The list spans namespaces and
+	// is filtered by read-job; a client's changes need its node secret.
+	"GET /v1/services":                      {access: accessAuthenticated},
+	"GET /v1/service/{name}":                nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"DELETE /v1/service/{name}/{id}":        nsRule(structs.NamespaceCapabilitySubmitJob, nsQuery),
+	"POST /v1/node/{id}/services":           {access: accessNodeSelf},
+	"GET /v1/client/allocation/{id}/checks": proxiedRule(nsRule(structs.NamespaceCapabilityReadJob, nsAlloc)),
+
 	"GET /v1/acl/policies":            {access: accessAuthenticated},
 	"GET /v1/acl/policy/{name}":       {access: accessPolicyRead},
 	"PUT /v1/acl/policy/{name}":       {access: accessManagement},

@@ -82,6 +82,8 @@ func (h *handler) nodeRoutes() {
 // no server: its own tasks' logs, /v1/agent/self and /v1/status/health.
 func (h *handler) clientOnlyRoutes() {
 	h.mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", h.clientOnlyLogs)
+	// Check results of this agent's allocations (services.go).
+	h.checkRoutes()
 	// Signal, restart and exec of this agent's own allocations: the
 	// servers proxy them here (alloc_actions.go onAllocNode).
 	h.mux.HandleFunc("POST /v1/allocation/{id}/signal", h.onLocalAlloc(h.allocSignal))

@@ -53,6 +53,9 @@ var leaderRoutes = map[string]bool{
 	// leader's state so a digest collected a moment ago is not skipped.
 	"PUT /v1/artifact/sha256/{hex}": true,
 	"POST /v1/artifacts/missing":    true,
+	// Services.
+	"DELETE /v1/service/{name}/{id}": true,
+	"POST /v1/node/{id}/services":    true,
 }
 
 // consistentRoutes are reads the leader answers (a follower forwards them)

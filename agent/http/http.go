@@ -207,6 +207,9 @@ func (h *handler) routes() {
 	h.clusterRoutes()
 	h.systemRoutes()
 	h.artifactRoutes()
+	// Services and checks (services.go).
+	h.serviceRoutes()
+	h.checkRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs/parse", h.jobParse)

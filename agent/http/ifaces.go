@@ -24,6 +24,7 @@ var (
 	_ NodeServer         = (*server.Server)(nil)
 	_ ReadinessReporter  = (*server.Server)(nil)
 	_ SchedulingServer   = (*server.Server)(nil)
+	_ ServiceServer      = (*server.Server)(nil)
 	_ StateHasher        = (*server.Server)(nil)
 	_ TokenResolver      = (*server.Server)(nil)
 	_ artifactReferencer = (*server.Server)(nil)
@@ -47,4 +48,5 @@ type FullClient interface {
 	deviceStatser
 	logTailer
 	nodeSecretRotator
+	checkStatuser
 }

@@ -76,6 +76,8 @@ type ArtifactRef struct {
 // AllocatedResources is what the plan gave an allocation, per task name.
 type AllocatedResources struct {
 	Tasks map[string]*AllocatedTaskResources
+	// Shared holds the allocation's host ports.
+	Shared *AllocatedSharedResources `json:",omitempty"`
 }
 
 // AllocatedTaskResources is one task's share: CPU in MHz, memory in MiB and

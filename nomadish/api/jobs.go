@@ -117,6 +117,10 @@ type TaskGroup struct {
 	Requires []string `json:",omitempty"`
 	// Availability overrides the job's availability class for the group.
 	Availability string `json:",omitempty"`
+	// Networks is the group's network block (at most one): its ports.
+	Networks []*NetworkResource `json:",omitempty"`
+	// Services are the group's service blocks.
+	Services []*Service `json:",omitempty"`
 }
 
 // Task is one process (or container) run by a driver.
@@ -150,6 +154,8 @@ type Task struct {
 	User string `json:",omitempty"`
 	// Artifacts are fetched beneath the task directory before it starts.
 	Artifacts []*TaskArtifact `json:",omitempty"`
+	// Services are the task's service blocks.
+	Services []*Service `json:",omitempty"`
 }
 
 // TaskArtifact is Nomad's artifact block: GetterSource is

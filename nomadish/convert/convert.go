@@ -98,6 +98,8 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 		Gang:         tg.Gang,
 		Requires:     cloneStrings(tg.Requires),
 		Availability: tg.Availability,
+		Networks:     networksToStructs(tg.Networks),
+		Services:     servicesToStructs(tg.Services),
 	}
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
@@ -133,6 +135,8 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 		Gang:         tg.Gang,
 		Requires:     cloneStrings(tg.Requires),
 		Availability: tg.Availability,
+		Networks:     networksFromStructs(tg.Networks),
+		Services:     servicesFromStructs(tg.Services),
 	}
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &api.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
@@ -172,6 +176,7 @@ func taskToStructs(t *api.Task) *structs.Task {
 		KillSignal:  t.KillSignal,
 		User:        t.User,
 		Artifacts:   artifactsToStructs(t.Artifacts),
+		Services:    servicesToStructs(t.Services),
 	}
 }
 
@@ -192,6 +197,7 @@ func taskFromStructs(t *structs.Task) *api.Task {
 		KillSignal:  t.KillSignal,
 		User:        t.User,
 		Artifacts:   artifactsFromStructs(t.Artifacts),
+		Services:    servicesFromStructs(t.Services),
 	}
 }
 

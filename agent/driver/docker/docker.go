@@ -315,6 +315,26 @@ func (d *Driver) containerConfig(cfg *driver.TaskConfig, tc *taskConfig, allocDi
 			hc.PortBindings[port] = append(hc.PortBindings[port], network.PortBinding{HostIP: ip, HostPort: strconv.Itoa(p.HostPort)})
 		}
 	}
+	// The group's network ports: host port -> its "to" port (tcp).
+	for _, p := range cfg.Ports {
+		to := p.To
+		if to <= 0 {
+			to = p.Value
+		}
+		port, err := network.ParsePort(strconv.Itoa(to) + "/tcp")
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: port %q: %v", driver.ErrInvalidConfig, p.Label, err)
+		}
+		ip, err := netip.ParseAddr(p.HostIP)
+		if err != nil {
+			ip = netip.IPv4Unspecified()
+		}
+		if cc.ExposedPorts == nil {
+			cc.ExposedPorts, hc.PortBindings = network.PortSet{}, network.PortMap{}
+		}
+		cc.ExposedPorts[port] = struct{}{}
+		hc.PortBindings[port] = append(hc.PortBindings[port], network.PortBinding{HostIP: ip, HostPort: strconv.Itoa(p.Value)})
+	}
 	if r := cfg.Resources; r != nil {
 		// CPU in MHz becomes relative shares, as Nomad's docker driver
 		// does (cpu_shares = MHz); memory is a hard limit in bytes.
