@@ -54,6 +54,8 @@ var (
 			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"}, {Type: "restart"},
 			{Type: "reschedule"},
 			{Type: "task", LabelNames: []string{"name"}},
+			// Ports and services (services.go).
+			{Type: "network"}, {Type: "service"},
 		},
 	}
 	restartSchema = &hcl.BodySchema{
@@ -71,6 +73,7 @@ var (
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "config"}, {Type: "env"}, {Type: "meta"}, {Type: "resources"},
 			{Type: "constraint"}, {Type: "affinity"}, {Type: "artifact"},
+			{Type: "service"},
 		},
 	}
 	resourcesSchema = &hcl.BodySchema{
@@ -135,8 +138,17 @@ func (d *decoder) group(block *hcl.Block) *api.TaskGroup {
 	d.boolean(c.Attributes["gang"], &tg.Gang)
 	d.strList(c.Attributes["requires"], &tg.Requires)
 	d.availability(c.Attributes["availability"], &tg.Availability)
+	ports := map[string]hcl.Range{}
 	for _, b := range c.Blocks {
 		switch b.Type {
+		case "network":
+			if len(tg.Networks) > 0 {
+				d.duplicateBlock(b)
+				continue
+			}
+			tg.Networks = append(tg.Networks, d.network(b, ports))
+		case "service":
+			tg.Services = append(tg.Services, d.service(b))
 		case "constraint":
 			tg.Constraints = append(tg.Constraints, d.constraint(b))
 		case "affinity":
@@ -206,6 +218,8 @@ func (d *decoder) task(block *hcl.Block) *api.Task {
 			t.Resources = d.resources(b)
 		case "artifact":
 			t.Artifacts = append(t.Artifacts, d.artifact(b))
+		case "service":
+			t.Services = append(t.Services, d.service(b))
 		}
 	}
 	return t

@@ -40,6 +40,8 @@ func FuzzParse(f *testing.F) {
 		`job "a" { meta = { a = null } }`,
 		`variable "v" { type = list(number) }` + "\n" + `job "a" {}`,
 		`job "a" { group "g" { reschedule { delay = "5s" delay_function = "exponential" max_delay = "1h" } } }`,
+		// Ports and services.
+		`job "a" { group "g" { network { port "http" { to = 8000 } port "x" { static = 9 } } service { name = "s" port = "http" check { type = "http" path = "/" interval = "1s" timeout = "1s" } } } }`,
 	} {
 		f.Add([]byte(s))
 	}
