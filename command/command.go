@@ -130,6 +130,10 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"acl token self":     func() (cli.Command, error) { return &ACLTokenSelfCommand{Meta: m}, nil },
 		"acl token delete":   func() (cli.Command, error) { return &ACLTokenDeleteCommand{Meta: m}, nil },
 		"node secret rotate": func() (cli.Command, error) { return &NodeSecretRotateCommand{Meta: m}, nil },
+		// Services (service.go).
+		"service":      func() (cli.Command, error) { return &ServiceCommand{Meta: m}, nil },
+		"service list": func() (cli.Command, error) { return &ServiceListCommand{Meta: m}, nil },
+		"service info": func() (cli.Command, error) { return &ServiceInfoCommand{Meta: m}, nil },
 	}
 	return cmds
 }
