@@ -247,7 +247,9 @@ func streamServiceEvents(ctx context.Context, addr string, out chan<- string) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		var batch struct{ Events []struct{ Topic, Type string } }
+		var batch struct {
+			Events []struct{ Topic, Type string }
+		}
 		if json.Unmarshal(sc.Bytes(), &batch) != nil {
 			continue
 		}
@@ -260,5 +262,44 @@ func streamServiceEvents(ctx context.Context, addr string, out chan<- string) {
 				}
 			}
 		}
+	}
+}
+
+// TestE2EModelServerExample runs examples/model-server.hcl on agent -dev:
+// both instances become healthy and registered, each on its own GPU, and
+// answer at their registered address. It needs python3 (the stand-in
+// server).
+func TestE2EModelServerExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the real binary")
+	}
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("the example's stand-in server needs python3")
+	}
+	a := startDevAgent(t, taskUserDir(t))
+	if out, code := a.cli("job", "run", "-detach", "examples/model-server.hcl"); code != 0 {
+		t.Fatalf("job run exited %d:\n%s", code, out)
+	}
+	var regs []*api.ServiceRegistration
+	waittest.For(t, 60*time.Second, "2 healthy instances of model", func() (bool, string) {
+		regs = a.services("model")
+		return len(regs) == 2, fmt.Sprintf("%d registered", len(regs))
+	})
+	gpus := map[string]bool{}
+	for _, r := range regs {
+		var models struct {
+			Data []struct {
+				ID   string
+				GPUs string `json:"gpus"`
+			}
+		}
+		if err := json.Unmarshal([]byte(httpGet(t, fmt.Sprintf("http://%s:%d/v1/models", r.Address, r.Port))), &models); err != nil || len(models.Data) != 1 {
+			t.Fatalf("instance %s:%d: %v %+v", r.Address, r.Port, err, models)
+		}
+		g := models.Data[0].GPUs
+		if g == "" || gpus[g] {
+			t.Fatalf("instances' GPUs: %q after %v", g, gpus)
+		}
+		gpus[g] = true
 	}
 }
