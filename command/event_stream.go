@@ -44,7 +44,7 @@ Stream Options:
 
   -topic=<Topic[:key]>
     Only events of this topic (Job, Allocation, Node, Evaluation,
-    Deployment or *), optionally only for one key: an object ID, or the job
+    Deployment, Service or *), optionally only for one key: an object ID, or the job
     ID of allocations and evaluations. Repeat for several.
 
   -json
@@ -125,9 +125,15 @@ func formatEvent(e *api.Event) string {
 		if json.Unmarshal(e.Payload["Evaluation"], &ev) == nil {
 			summary = fmt.Sprintf("job %s, %s, %s", ev.JobID, ev.TriggeredBy, ev.Status)
 		}
+	// Service registrations: keyed by service name.
+	case api.TopicService:
+		var r api.ServiceRegistration
+		if json.Unmarshal(e.Payload["Service"], &r) == nil {
+			summary = fmt.Sprintf("%s:%d, job %s, alloc %s", r.Address, r.Port, r.JobID, shortID(r.AllocID))
+		}
 	}
 	id := e.Key
-	if e.Topic != api.TopicJob {
+	if e.Topic != api.TopicJob && e.Topic != api.TopicService {
 		id = shortID(id)
 	}
 	return strings.TrimRight(fmt.Sprintf("%-6d %-10s %-18s %-10s %s", e.Index, e.Topic, e.Type, id, summary), " ")
