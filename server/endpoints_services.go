@@ -75,7 +75,7 @@ func (s *Server) NodeServices(ctx context.Context, nodeID string, req *structs.N
 		}
 		c.CreateIndex, c.ModifyIndex = 0, 0
 		if err := c.Validate(); err != nil {
-			return fmt.Errorf("Upsert[%d]: %w", i, err)
+			return fmt.Errorf("service registration Upsert[%d]: %w", i, err)
 		}
 		upserts = append(upserts, c)
 	}
