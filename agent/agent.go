@@ -207,6 +207,8 @@ func (a *Agent) start() error {
 			ArtifactConn:     artConn,
 			OutputMaxFiles:   outMaxFiles,
 			OutputMaxBytes:   outMaxBytes,
+			MinDynamicPort:   cfg.Client.MinDynamicPort,
+			MaxDynamicPort:   cfg.Client.MaxDynamicPort,
 		})
 		if err != nil {
 			return fmt.Errorf("start client: %w", err)

@@ -155,6 +155,10 @@ type ClientConfig struct {
 	Docker *DockerConfig `hcl:"docker,block"`
 	// Outputs bounds each task's uploaded outputs (config_outputs.go).
 	Outputs *OutputsConfig `hcl:"outputs,block"`
+	// MinDynamicPort and MaxDynamicPort bound the host ports given to
+	// dynamic ports (config_ports.go); 0 means 20000 and 32000.
+	MinDynamicPort int `hcl:"min_dynamic_port,optional"`
+	MaxDynamicPort int `hcl:"max_dynamic_port,optional"`
 }
 
 // DefaultConfig returns the defaults for a production agent (neither role
@@ -347,6 +351,12 @@ func (c *Config) Merge(o *Config) {
 		if cl.Docker != nil {
 			c.Client.Docker = cl.Docker
 		}
+		if cl.MinDynamicPort != 0 {
+			c.Client.MinDynamicPort = cl.MinDynamicPort
+		}
+		if cl.MaxDynamicPort != 0 {
+			c.Client.MaxDynamicPort = cl.MaxDynamicPort
+		}
 	}
 }
 
@@ -376,6 +386,7 @@ func (c *Config) Validate() error {
 	p = append(p, c.Server.validateGC()...)
 	p = append(p, c.Client.validateTasks()...)
 	p = append(p, c.Client.validateOutputs()...)
+	p = append(p, c.Client.validatePorts()...)
 	p = append(p, c.validateLimits()...)
 	if c.Client.DevGPUs != nil && (*c.Client.DevGPUs < 0 || *c.Client.DevGPUs > 64) {
 		p = append(p, fmt.Sprintf("client.dev_gpus: must be between 0 and 64, got %d", *c.Client.DevGPUs))

@@ -1,0 +1,34 @@
+package agent
+
+import (
+	"fmt"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// validatePorts lists what is wrong with the client's dynamic port range
+// (`client { min_dynamic_port max_dynamic_port }`, as in Nomad): each 0
+// (the default, 20000 and 32000) or 1024-65535, the minimum below the
+// maximum once defaults are filled.
+func (c *ClientConfig) validatePorts() []string {
+	var p []string
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"min_dynamic_port", c.MinDynamicPort}, {"max_dynamic_port", c.MaxDynamicPort}} {
+		if f.v != 0 && (f.v < 1024 || f.v > structs.MaxValidPort) {
+			p = append(p, fmt.Sprintf("client.%s: must be 0 (the default) or between 1024 and %d, got %d", f.name, structs.MaxValidPort, f.v))
+		}
+	}
+	lo, hi := c.MinDynamicPort, c.MaxDynamicPort
+	if lo == 0 {
+		lo = structs.DefaultMinDynamicPort
+	}
+	if hi == 0 {
+		hi = structs.DefaultMaxDynamicPort
+	}
+	if len(p) == 0 && lo > hi {
+		p = append(p, fmt.Sprintf("client.min_dynamic_port (%d) must not be above client.max_dynamic_port (%d)", lo, hi))
+	}
+	return p
+}
