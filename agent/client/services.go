@@ -46,6 +46,9 @@ const (
 	serviceResendInterval = 30 * time.Second
 	// serviceCallTimeout bounds one call to the servers.
 	serviceCallTimeout = 5 * time.Second
+	// serviceRetryDelay is how long the runner waits after a failed call
+	// before it calls again.
+	serviceRetryDelay = 2 * time.Second
 )
 
 // serviceRunner runs the checks of one allocation's services and keeps its
@@ -68,6 +71,8 @@ type serviceRunner struct {
 	wg       sync.WaitGroup
 	kick     chan struct{}
 	stopOnce sync.Once
+	// retryAt holds calls back after a failure (reconcileLoop only).
+	retryAt time.Time
 }
 
 type svcInstance struct {
@@ -314,7 +319,7 @@ func (sr *serviceRunner) reconcileLoop() {
 // due for a resend) and deregisters those that stopped being healthy, in
 // one call. A failed call changes nothing locally: the next pass retries.
 func (sr *serviceRunner) reconcile() {
-	if sr.conn == nil {
+	if sr.conn == nil || time.Now().Before(sr.retryAt) {
 		return
 	}
 	type want struct {
@@ -351,8 +356,9 @@ func (sr *serviceRunner) reconcile() {
 	defer cancel()
 	if err := sr.conn.NodeServices(ctx, sr.ar.alloc.NodeID, req); err != nil {
 		if sr.ctx.Err() == nil {
-			sr.logger.Warn("update service registrations", "error", err)
+			sr.logger.Warn("update service registrations", "error", err, "retry_in", serviceRetryDelay)
 		}
+		sr.retryAt = time.Now().Add(serviceRetryDelay)
 		return
 	}
 	sr.mu.Lock()

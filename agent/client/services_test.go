@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpulayer/gpulayer/agent/client/clienttest"
+	"github.com/gpulayer/gpulayer/agent/driver"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -169,5 +170,42 @@ func TestHTTPAndTCPChecks(t *testing.T) {
 	start := time.Now()
 	if r := runHTTPCheck(short, strings.TrimPrefix(slow.URL, "http://"), "/"); r.ok || time.Since(start) > 3*time.Second {
 		t.Fatalf("slow http check: %+v after %s", r, time.Since(start))
+	}
+}
+
+// fakeExecer runs nothing: it writes out and then waits for ctx when
+// block is set.
+type fakeExecer struct {
+	out   string
+	code  int
+	block bool
+}
+
+func (f fakeExecer) ExecTask(ctx context.Context, taskID string, opts *driver.ExecOptions) (int, error) {
+	_, _ = opts.Stdout.Write([]byte(f.out))
+	if f.block {
+		<-ctx.Done()
+		return -1, ctx.Err()
+	}
+	return f.code, nil
+}
+
+// TestScriptCheckTimeoutAndOutput: a script check is killed at its
+// timeout and fails, saying so; its output is bounded.
+func TestScriptCheckTimeoutAndOutput(t *testing.T) {
+	c := &structs.ServiceCheck{Type: structs.ServiceCheckScript, Command: "x", Timeout: 100 * time.Millisecond}
+	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
+	defer cancel()
+	start := time.Now()
+	r := runScriptCheck(ctx, fakeExecer{out: "started", block: true}, "a/t", c)
+	if r.ok || !strings.Contains(r.output, "timed out after 100ms") || time.Since(start) > 2*time.Second {
+		t.Fatalf("blocked script: %+v after %s", r, time.Since(start))
+	}
+	r = runScriptCheck(context.Background(), fakeExecer{out: strings.Repeat("y", 10*checkOutputLimit), code: 2}, "a/t", c)
+	if r.ok || r.code != 2 || len(r.output) > checkOutputLimit+64 {
+		t.Fatalf("noisy failing script: ok=%v code=%d output %d bytes", r.ok, r.code, len(r.output))
+	}
+	if r := runScriptCheck(context.Background(), fakeExecer{}, "a/t", c); !r.ok {
+		t.Fatalf("exit 0 failed: %+v", r)
 	}
 }
