@@ -433,7 +433,7 @@ func serviceProblems(prefix string, ss []*Service, labels, tasks map[string]bool
 		switch s.Provider {
 		case "", ServiceProviderGpulayer, ServiceProviderNomad:
 		default:
-			add("%s: provider: must be %q or %q, got %q", w, ServiceProviderGpulayer, ServiceProviderNomad, s.Provider)
+			add("%s: provider: must be %q or %q (Consul is not supported), got %q", w, ServiceProviderGpulayer, ServiceProviderNomad, s.Provider)
 		}
 		if s.PortLabel != "" && !labels[s.PortLabel] {
 			add("%s: port: %q is not a port of the group's network block", w, s.PortLabel)
