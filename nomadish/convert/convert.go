@@ -99,6 +99,7 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 		Requires:     cloneStrings(tg.Requires),
 		Availability: tg.Availability,
 	}
+	out.MaxRunDuration = tg.MaxRunDuration
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
 			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
@@ -134,6 +135,7 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 		Requires:     cloneStrings(tg.Requires),
 		Availability: tg.Availability,
 	}
+	out.MaxRunDuration = tg.MaxRunDuration
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &api.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
 			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
@@ -159,7 +161,7 @@ func taskToStructs(t *api.Task) *structs.Task {
 	if t == nil {
 		return nil
 	}
-	return &structs.Task{
+	out := &structs.Task{
 		Name:        t.Name,
 		Driver:      t.Driver,
 		Config:      cloneConfig(t.Config),
@@ -173,13 +175,15 @@ func taskToStructs(t *api.Task) *structs.Task {
 		User:        t.User,
 		Artifacts:   artifactsToStructs(t.Artifacts),
 	}
+	out.MaxRunDuration = t.MaxRunDuration
+	return out
 }
 
 func taskFromStructs(t *structs.Task) *api.Task {
 	if t == nil {
 		return nil
 	}
-	return &api.Task{
+	out := &api.Task{
 		Name:        t.Name,
 		Driver:      t.Driver,
 		Config:      cloneConfig(t.Config),
@@ -193,6 +197,8 @@ func taskFromStructs(t *structs.Task) *api.Task {
 		User:        t.User,
 		Artifacts:   artifactsFromStructs(t.Artifacts),
 	}
+	out.MaxRunDuration = t.MaxRunDuration
+	return out
 }
 
 func artifactsToStructs(as []*api.TaskArtifact) []*structs.TaskArtifact {
