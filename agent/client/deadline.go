@@ -138,10 +138,10 @@ func (d *deadlineState) expired() bool {
 }
 
 // deadlineExceeded ends the task dead and failed with a Deadline Exceeded
-// event; res is how the stopped run ended (nil when it was not running),
-// when says at what point ("" while running).
-func (tr *taskRunner) deadlineExceeded(res *driver.ExitResult, when string) {
-	msg := fmt.Sprintf("Task exceeded its max_run_duration of %s%s and was stopped; not restarting", tr.maxRun, when)
+// event; res is how the last run ended (nil when it was not running), how
+// says what happened ("and was stopped", "before it started").
+func (tr *taskRunner) deadlineExceeded(res *driver.ExitResult, how string) {
+	msg := fmt.Sprintf("Task exceeded its max_run_duration of %s %s; not restarting", tr.maxRun, how)
 	tr.logger.Info("task exceeded its max_run_duration", "max_run_duration", tr.maxRun, "deadline", tr.deadline)
 	e := tr.event(structs.TaskEventDeadlineExceeded, msg, func(e *structs.TaskEvent) {
 		e.Details = map[string]string{

@@ -1,7 +1,10 @@
 package client
 
 import (
+	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -258,4 +261,60 @@ func TestMaxRunDurationHoldsAcrossClientRestart(t *testing.T) {
 			return err == nil && len(starts) == 0, "start of an allocation the servers do not list kept"
 		})
 	})
+}
+
+// blockingHook is a prestart hook that waits until its context ends, as
+// a slow artifact fetch does.
+type blockingHook struct{ started chan struct{} }
+
+func (blockingHook) name() string         { return "slow" }
+func (blockingHook) failureEvent() string { return "Failed slow" }
+func (h blockingHook) prestart(ctx context.Context, _ *taskRunner) error {
+	close(h.started)
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestMaxRunDurationCutsPrestart: a deadline passing while a prestart
+// hook (an artifact fetch) runs cancels it and fails the task with the
+// Deadline Exceeded event, not the hook's failure event.
+func TestMaxRunDurationCutsPrestart(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	var final structs.TaskState
+	hook := blockingHook{started: make(chan struct{})}
+	tr := newTaskRunner(taskRunnerConfig{
+		Alloc:          &structs.Allocation{ID: "a1", JobID: "j", TaskGroup: "g"},
+		AllocDir:       t.TempDir(),
+		JobName:        "j",
+		Task:           &structs.Task{Name: "t"},
+		Ctx:            context.Background(),
+		LogMaxFiles:    2,
+		LogMaxFileSize: 1 << 20,
+		UpdateState: func(task string, e *structs.TaskEvent, mod func(ts *structs.TaskState)) {
+			mu.Lock()
+			defer mu.Unlock()
+			events = append(events, e.Type+": "+e.Message)
+			if mod != nil {
+				mod(&final)
+			}
+		},
+		Prestart: []taskPrestartHook{hook},
+	})
+	tr.maxRun, tr.deadline = time.Second, time.Now()
+	go func() {
+		<-hook.started
+		tr.expire()
+	}()
+	tr.run()
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{structs.TaskEventSetup + ": Building Task Directory",
+		structs.TaskEventDeadlineExceeded + ": Task exceeded its max_run_duration of 1s during its slow prestart hook, before it started; not restarting"}
+	if !slices.Equal(events, want) {
+		t.Fatalf("events %q, want %q", events, want)
+	}
+	if final.State != structs.TaskStateDead || !final.Failed {
+		t.Fatalf("final state %+v, want dead and failed", final)
+	}
 }

@@ -197,7 +197,7 @@ func (tr *taskRunner) run() {
 			return
 		}
 		if tr.expired() && tr.recovered == nil {
-			tr.deadlineExceeded(nil, " before it started")
+			tr.deadlineExceeded(nil, "before it started")
 			return
 		}
 		recovered := tr.recovered
@@ -215,7 +215,7 @@ func (tr *taskRunner) run() {
 			return
 		}
 		if tr.deadlineStop.Load() {
-			tr.deadlineExceeded(res, "")
+			tr.deadlineExceeded(res, "and was stopped")
 			return
 		}
 		if tr.restarting.Swap(false) && !killed {
@@ -246,7 +246,7 @@ func (tr *taskRunner) run() {
 		if tr.expired() {
 			// The deadline is the allocation's: a restart would only be
 			// stopped again.
-			tr.deadlineExceeded(res, " while it was exiting")
+			tr.deadlineExceeded(res, "as it exited")
 			return
 		}
 		restart, delay, reason := tr.restart.next()
@@ -269,7 +269,7 @@ func (tr *taskRunner) run() {
 			return
 		case <-tr.expireCh:
 			t.Stop()
-			tr.deadlineExceeded(nil, " while waiting to restart")
+			tr.deadlineExceeded(nil, "while waiting to restart")
 			return
 		}
 	}
@@ -533,7 +533,7 @@ func (tr *taskRunner) prestart() bool {
 	for _, h := range tr.cfg.Prestart {
 		if err := h.prestart(ctx, tr); err != nil {
 			if tr.expired() {
-				tr.deadlineExceeded(nil, fmt.Sprintf(" during %s, before it started", h.name()))
+				tr.deadlineExceeded(nil, fmt.Sprintf("during its %s prestart hook, before it started", h.name()))
 				return false
 			}
 			tr.logger.Error("prestart hook failed", "hook", h.name(), "error", err)
