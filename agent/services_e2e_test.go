@@ -36,6 +36,26 @@ func healthServer(t testing.TB) string {
 	return bin
 }
 
+// Dynamic ports of the services tests' agents: above the kernel's
+// ephemeral range (32768-60999 by default) and the test harness's agent
+// ports (internal/porttest, below it), so a task never finds its port
+// taken by another test's agent.
+const (
+	testMinDynamicPort = 61000
+	testMaxDynamicPort = 61999
+)
+
+// startServicesAgent starts agent -dev with the test dynamic port range.
+func startServicesAgent(t *testing.T, dataDir string) *devAgent {
+	t.Helper()
+	conf := filepath.Join(t.TempDir(), "ports.hcl")
+	body := fmt.Sprintf("client {\n  min_dynamic_port = %d\n  max_dynamic_port = %d\n}\n", testMinDynamicPort, testMaxDynamicPort)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return startDevAgent(t, dataDir, "-config="+conf)
+}
+
 // serviceJobHCL is a service job of count allocations of the health
 // server, registering service "web" on dynamic port "http" with an http
 // check of /health.
@@ -97,7 +117,7 @@ func TestE2EServicesRegisterHealthyInstances(t *testing.T) {
 	}
 	bin := healthServer(t)
 	dataDir := taskUserDir(t)
-	a := startDevAgent(t, dataDir)
+	a := startServicesAgent(t, dataDir)
 	jobFile := filepath.Join(t.TempDir(), "web.hcl")
 	if err := os.WriteFile(jobFile, []byte(serviceJobHCL(bin, 3, "v1")), 0o600); err != nil {
 		t.Fatal(err)
@@ -120,7 +140,7 @@ func TestE2EServicesRegisterHealthyInstances(t *testing.T) {
 	ports := map[int]bool{}
 	allocs := map[string]bool{}
 	for _, r := range regs {
-		if r.Address != "127.0.0.1" || r.Port < structs.DefaultMinDynamicPort || r.Port > structs.DefaultMaxDynamicPort ||
+		if r.Address != "127.0.0.1" || r.Port < testMinDynamicPort || r.Port > testMaxDynamicPort ||
 			r.JobID != "web" || r.Namespace != "default" || len(r.Tags) != 1 || r.Tags[0] != "v1" || r.NodeID == "" {
 			t.Fatalf("registration %+v", r)
 		}
@@ -276,7 +296,7 @@ func TestE2EModelServerExample(t *testing.T) {
 	if _, err := exec.LookPath("python3"); err != nil {
 		t.Skip("the example's stand-in server needs python3")
 	}
-	a := startDevAgent(t, taskUserDir(t))
+	a := startServicesAgent(t, taskUserDir(t))
 	if out, code := a.cli("job", "run", "-detach", "examples/model-server.hcl"); code != 0 {
 		t.Fatalf("job run exited %d:\n%s", code, out)
 	}

@@ -139,6 +139,12 @@ type TaskGroup struct {
 	Networks []*NetworkResource `json:",omitempty"`
 	// Services are the group's service blocks (structs/service.go).
 	Services []*Service `json:",omitempty"`
+	// MaxRunDuration bounds how long each allocation of the group runs, in
+	// a batch job only: past it, measured from the allocation's start on
+	// its client, every task still running is stopped and fails with a
+	// "Deadline Exceeded" event. Zero means no bound. See
+	// structs/deadline.go.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // Task is one process or container run by a driver.
@@ -167,6 +173,9 @@ type Task struct {
 	Artifacts []*TaskArtifact `json:",omitempty"`
 	// Services are the task's service blocks (structs/service.go).
 	Services []*Service `json:",omitempty"`
+	// MaxRunDuration bounds this task like TaskGroup.MaxRunDuration (batch
+	// jobs only; zero: none); with both set, the shorter applies.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // validUser is what a task's user may look like (POSIX portable user
@@ -420,6 +429,7 @@ func (tg *TaskGroup) validate(jobType string) []string {
 		add("%s", msg)
 	}
 	p = append(p, rescheduleBoundProblems(tg.ReschedulePolicy)...)
+	p = append(p, deadlineProblems(jobType, tg)...)
 	p = append(p, mapProblems("meta", tg.Meta)...)
 	p = append(p, groupNetworkProblems(tg)...)
 	p = append(p, groupServiceProblems(tg)...)

@@ -121,6 +121,12 @@ type TaskGroup struct {
 	Networks []*NetworkResource `json:",omitempty"`
 	// Services are the group's service blocks.
 	Services []*Service `json:",omitempty"`
+	// MaxRunDuration bounds how long each allocation of the group runs
+	// (batch jobs only), measured from its start on the client; a task
+	// still running then is stopped and fails with a "Deadline Exceeded"
+	// event. It encodes in JSON as integer nanoseconds, as Nomad's; zero
+	// means no bound.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // Task is one process (or container) run by a driver.
@@ -156,6 +162,10 @@ type Task struct {
 	Artifacts []*TaskArtifact `json:",omitempty"`
 	// Services are the task's service blocks.
 	Services []*Service `json:",omitempty"`
+	// MaxRunDuration bounds this task as TaskGroup.MaxRunDuration does the
+	// group's (integer nanoseconds; batch jobs only); with both set, the
+	// shorter applies.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // TaskArtifact is Nomad's artifact block: GetterSource is

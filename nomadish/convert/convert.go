@@ -101,6 +101,7 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 		Networks:     networksToStructs(tg.Networks),
 		Services:     servicesToStructs(tg.Services),
 	}
+	out.MaxRunDuration = tg.MaxRunDuration
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
 			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
@@ -138,6 +139,7 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 		Networks:     networksFromStructs(tg.Networks),
 		Services:     servicesFromStructs(tg.Services),
 	}
+	out.MaxRunDuration = tg.MaxRunDuration
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &api.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
 			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
@@ -163,7 +165,7 @@ func taskToStructs(t *api.Task) *structs.Task {
 	if t == nil {
 		return nil
 	}
-	return &structs.Task{
+	out := &structs.Task{
 		Name:        t.Name,
 		Driver:      t.Driver,
 		Config:      cloneConfig(t.Config),
@@ -178,13 +180,15 @@ func taskToStructs(t *api.Task) *structs.Task {
 		Artifacts:   artifactsToStructs(t.Artifacts),
 		Services:    servicesToStructs(t.Services),
 	}
+	out.MaxRunDuration = t.MaxRunDuration
+	return out
 }
 
 func taskFromStructs(t *structs.Task) *api.Task {
 	if t == nil {
 		return nil
 	}
-	return &api.Task{
+	out := &api.Task{
 		Name:        t.Name,
 		Driver:      t.Driver,
 		Config:      cloneConfig(t.Config),
@@ -199,6 +203,8 @@ func taskFromStructs(t *structs.Task) *api.Task {
 		Artifacts:   artifactsFromStructs(t.Artifacts),
 		Services:    servicesFromStructs(t.Services),
 	}
+	out.MaxRunDuration = t.MaxRunDuration
+	return out
 }
 
 func artifactsToStructs(as []*api.TaskArtifact) []*structs.TaskArtifact {
