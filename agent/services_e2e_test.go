@@ -161,6 +161,10 @@ func TestE2EServicesRegisterHealthyInstances(t *testing.T) {
 	}
 
 	// The CLI.
+	if out, code := a.cli("alloc", "status", regs[0].AllocID); code != 0 || !strings.Contains(out, "Allocation Addresses") ||
+		!strings.Contains(out, fmt.Sprintf("127.0.0.1:%d", regs[0].Port)) {
+		t.Fatalf("alloc status exited %d:\n%s", code, out)
+	}
 	if out, code := a.cli("service", "list"); code != 0 || !strings.Contains(out, "web") || !strings.Contains(out, "[v1]") {
 		t.Fatalf("service list exited %d:\n%s", code, out)
 	}

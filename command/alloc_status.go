@@ -2,6 +2,7 @@ package command
 
 import (
 	"fmt"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -120,6 +121,19 @@ func (m *Meta) formatAlloc(a *api.Allocation) string {
 		{"Created", m.formatUnixNano(a.CreateTime)},
 		{"Modified", m.formatUnixNano(a.ModifyTime)},
 	}))
+	// The host ports, as Nomad's "Allocation Addresses".
+	if ar := a.AllocatedResources; ar != nil && ar.Shared != nil && len(ar.Shared.Ports) > 0 {
+		rows := make([][]string, 0, len(ar.Shared.Ports))
+		for _, p := range ar.Shared.Ports {
+			to := "-"
+			if p.To > 0 {
+				to = strconv.Itoa(p.To)
+			}
+			rows = append(rows, []string{p.Label, net.JoinHostPort(p.HostIP, strconv.Itoa(p.Value)), to})
+		}
+		sb.WriteString("\n\nAllocation Addresses\n")
+		sb.WriteString(table([]string{"Label", "Address", "To"}, rows))
+	}
 	for _, name := range allocTaskNames(a) {
 		sb.WriteString("\n\n")
 		sb.WriteString(m.formatTask(a, name))
