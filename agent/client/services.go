@@ -24,17 +24,6 @@ type ServiceConn interface {
 	NodeServices(ctx context.Context, nodeID string, req *structs.NodeServicesRequest) error
 }
 
-// CheckHealth is what an allocation health tracker (deployments'
-// health_check = "checks") asks of the check runner. *Client implements
-// it.
-type CheckHealth interface {
-	// AllocChecks reports, for an allocation this client runs, whether it
-	// has any checks and whether every one of them passed its latest run.
-	// Both are false for an allocation it does not run, and passing is
-	// false while any check has not run yet.
-	AllocChecks(allocID string) (passing, has bool)
-}
-
 // Timings of the service runner.
 const (
 	// serviceReconcileInterval is how often instance health is re-derived
@@ -432,13 +421,18 @@ func (c *Client) AllocCheckStatuses(allocID string) (map[string]*structs.CheckSt
 	return sr.statuses(), true
 }
 
-// AllocChecks implements CheckHealth.
-func (c *Client) AllocChecks(allocID string) (passing, has bool) {
+// ChecksHealthy is what deployment health tracking (health_check =
+// "checks") asks of the check runner, the shape of the deployments
+// feature's ChecksHealthProvider: known reports whether the allocation,
+// which this client runs, has service checks at all; healthy whether
+// every one of them passed its latest run. A check that has not run yet
+// counts as not passing (known is true, healthy false), so a tracker waits
+// for the first result instead of judging by task states. Both are false
+// for an allocation this client does not run or one without checks.
+func (c *Client) ChecksHealthy(allocID string) (healthy, known bool) {
 	sr, ok := c.serviceRunnerOf(allocID)
 	if !ok || sr == nil {
 		return false, false
 	}
 	return sr.passing()
 }
-
-var _ CheckHealth = (*Client)(nil)

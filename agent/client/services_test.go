@@ -61,7 +61,8 @@ func (s *svcServer) registered() []*structs.ServiceRegistration {
 // NOMAD_PORT_<label> and GPULAYER_PORT_<label>; a script check runs inside
 // the task (its directory) and decides whether the instance is
 // registered; a task service without checks is registered while its task
-// runs; stopping the allocation deregisters everything.
+// runs; ChecksHealthy follows the checks; stopping the allocation
+// deregisters everything.
 func TestServiceScriptCheckAndPortEnv(t *testing.T) {
 	srv := &svcServer{Server: clienttest.NewServer(), regs: map[string]*structs.ServiceRegistration{}}
 	c := newTestClient(t, srv.Server, "", func(cfg *Config) { cfg.Servers = srv })
@@ -110,8 +111,8 @@ func TestServiceScriptCheckAndPortEnv(t *testing.T) {
 			t.Fatalf("check status before the file: %+v", s)
 		}
 	}
-	if passing, has := c.AllocChecks(a.ID); passing || !has {
-		t.Fatalf("AllocChecks = %v %v before the file", passing, has)
+	if healthy, known := c.ChecksHealthy(a.ID); healthy || !known {
+		t.Fatalf("ChecksHealthy = %v %v before the file", healthy, known)
 	}
 	if err := os.WriteFile(filepath.Join(c.cfg.DataDir, "allocs", a.ID, "main", "healthy"), nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -123,8 +124,11 @@ func TestServiceScriptCheckAndPortEnv(t *testing.T) {
 	if r := byName()["scripted"]; r.Port != port || r.Address != "127.0.0.1" || r.AllocID != a.ID || r.JobID != a.JobID {
 		t.Fatalf("registration %+v", r)
 	}
-	if passing, has := c.AllocChecks(a.ID); !passing || !has {
-		t.Fatalf("AllocChecks = %v %v after the file", passing, has)
+	if healthy, known := c.ChecksHealthy(a.ID); !healthy || !known {
+		t.Fatalf("ChecksHealthy = %v %v after the file", healthy, known)
+	}
+	if healthy, known := c.ChecksHealthy("not-an-alloc-of-this-client"); healthy || known {
+		t.Fatalf("ChecksHealthy of an unknown allocation = %v %v", healthy, known)
 	}
 	if err := srv.StopAlloc(a.ID); err != nil {
 		t.Fatal(err)
