@@ -331,6 +331,11 @@ func clusterAgentConfig(t testing.TB, path, role string) string {
 	if role == "server" {
 		hcl += "server {\n  encrypt = \"" + clusterGossipKey + "\"\n}\n"
 	}
+	if role == "client" {
+		// Dynamic ports above the ephemeral range, clear of the
+		// harness's agent ports (services_e2e_test.go).
+		hcl += fmt.Sprintf("client {\n  min_dynamic_port = %d\n  max_dynamic_port = %d\n}\n", testMinDynamicPort, testMaxDynamicPort)
+	}
 	if err := os.WriteFile(path, []byte(hcl), 0o600); err != nil {
 		t.Fatalf("write agent config: %v", err)
 	}

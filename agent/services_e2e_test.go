@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpulayer/gpulayer/internal/waittest"
 	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -326,4 +327,54 @@ func TestE2EModelServerExample(t *testing.T) {
 		}
 		gpus[g] = true
 	}
+}
+
+// TestClusterServicesThroughServers: with a server agent and a client-only
+// agent (ACLs on), the client registers its healthy instances over HTTP
+// with its node secret, a server lists them, and a server proxies the
+// check results of an allocation to the client's agent.
+func TestClusterServicesThroughServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts real agents")
+	}
+	bin := healthServer(t)
+	c := startCluster(t, 1, 1, 0)
+	job, err := jobspec.Parse("web.hcl", []byte(serviceJobHCL(bin, 2, "v1")), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := c.servers[0]
+	if code, body := c.send(srv, http.MethodPut, "/v1/jobs", map[string]interface{}{"Job": job}, nil); code != 200 {
+		t.Fatalf("register: %d %s", code, body)
+	}
+	var regs []*api.ServiceRegistration
+	waittest.For(t, 60*time.Second, "2 healthy instances of web", func() (bool, string) {
+		if err := c.get(srv, "/v1/service/web", &regs); err != nil {
+			return false, err.Error()
+		}
+		return len(regs) == 2, fmt.Sprintf("%d registered", len(regs))
+	})
+	for _, r := range regs {
+		if r.Port < testMinDynamicPort || r.Port > testMaxDynamicPort || r.Address != "127.0.0.1" {
+			t.Fatalf("registration %+v", r)
+		}
+		var checks map[string]*api.CheckQueryResult
+		if err := c.get(srv, "/v1/client/allocation/"+r.AllocID+"/checks", &checks); err != nil || len(checks) != 1 {
+			t.Fatalf("checks through the server: %v %+v", err, checks)
+		}
+		for _, ch := range checks {
+			if ch.Status != structs.CheckSuccess {
+				t.Fatalf("check %+v", ch)
+			}
+		}
+	}
+	if code, body := c.send(srv, http.MethodDelete, "/v1/job/web", nil, nil); code != 200 {
+		t.Fatalf("stop: %d %s", code, body)
+	}
+	waittest.For(t, 60*time.Second, "no instance of web", func() (bool, string) {
+		if err := c.get(srv, "/v1/service/web", &regs); err != nil {
+			return false, err.Error()
+		}
+		return len(regs) == 0, fmt.Sprintf("%d registered", len(regs))
+	})
 }
