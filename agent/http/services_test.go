@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -26,12 +27,18 @@ type servicesFixture struct {
 	alloc *structs.Allocation
 }
 
-func newServicesFixture(t *testing.T) *servicesFixture {
+func newServicesFixture(t testing.TB) *servicesFixture {
 	t.Helper()
 	s := servertest.NewServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	f := &servicesFixture{s: s, url: serve(t, s).URL, a: statetest.Node(0)}
+	h, err := New(Config{Server: s, MaxBodyBytes: 1 << 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	f := &servicesFixture{s: s, url: ts.URL, a: statetest.Node(0)}
 	if _, err := s.NodeRegister(ctx, f.a); err != nil {
 		t.Fatal(err)
 	}
@@ -201,4 +208,46 @@ func TestServicesRoutesBadInput(t *testing.T) {
 	if resp, body := doReq(t, "GET", f.url+"/v1/services", ""); resp.StatusCode != 200 || strings.TrimSpace(body) != "[]" {
 		t.Fatalf("empty list: %d %q", resp.StatusCode, body)
 	}
+}
+
+// FuzzNodeServices posts arbitrary bodies to a real server's node
+// services route as node A: never a 5xx, every refusal an error body, and
+// whatever is stored names A's own allocation on A, whatever the body
+// claimed.
+func FuzzNodeServices(f *testing.F) {
+	f.Add(`{"Upsert":[{"ID":"x","ServiceName":"web","AllocID":"ALLOC","NodeID":"B","Port":1,"Tags":["a"]}]}`)
+	f.Add(`{"Delete":["x"],"DeleteAllocs":["ALLOC","nope"]}`)
+	f.Add(`{"Upsert":[null,{}]}`)
+	f.Add(`{"Upsert":[{"ID":"y","ServiceName":"web","AllocID":"ALLOC","Port":-1,"Namespace":"other","JobID":"j"}]}`)
+	f.Add(`[`)
+	fx := newServicesFixture(f)
+	f.Fuzz(func(t *testing.T, body string) {
+		body = strings.ReplaceAll(body, "ALLOC", fx.alloc.ID)
+		r, err := http.NewRequest(http.MethodPost, fx.url+"/v1/node/"+fx.a.ID+"/services", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set(structs.HeaderNodeSecret, fx.a.SecretID)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		if resp.StatusCode >= 500 {
+			t.Fatalf("status %d for %q: %s", resp.StatusCode, body, b)
+		}
+		if resp.StatusCode != 200 && !strings.Contains(string(b), `"error"`) {
+			t.Fatalf("status %d without an error body: %s", resp.StatusCode, b)
+		}
+		regs, _, err := fx.s.ServiceRegistrations(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, reg := range regs {
+			if reg.NodeID != fx.a.ID || reg.AllocID != fx.alloc.ID || reg.JobID != "web" || reg.Namespace != "default" {
+				t.Fatalf("stored %+v from %q", reg, body)
+			}
+		}
+	})
 }
