@@ -420,12 +420,19 @@ func serviceProblems(prefix string, ss []*Service, labels, tasks map[string]bool
 		add("service: at most %d services, got %d", MaxServicesPerBlock, len(ss))
 		return p
 	}
+	seen := map[[2]string]bool{}
 	for i, s := range ss {
 		if s == nil {
 			add("service %d: is null", i+1)
 			continue
 		}
 		w := fmt.Sprintf("service %q", s.Name)
+		// The registration ID is made of the owner, name and port label.
+		if key := [2]string{s.Name, s.PortLabel}; seen[key] {
+			add("%s: defined twice on port %q here", w, s.PortLabel)
+		} else {
+			seen[key] = true
+		}
 		if !validServiceName.MatchString(s.Name) {
 			w = fmt.Sprintf("service %d", i+1)
 			add("%s: name: %q is not a service name (letters, digits, '-', '_', '.'; at most 128)", w, s.Name)

@@ -53,6 +53,8 @@ func TestServiceValidate(t *testing.T) {
 		{"bad port label", func(tg *TaskGroup) { tg.Networks[0].DynamicPorts[0].Label = "a-b" }, `label "a-b" must be 1-64 letters`},
 		{"tcp check without port", func(tg *TaskGroup) { tg.Tasks[0].Services[0].PortLabel = "" }, `task "server": service "admin": check 1: port: a tcp check needs a port`},
 		{"too many tags", func(tg *TaskGroup) { tg.Services[0].Tags = make([]string, MaxServiceTags+1) }, `tags: at most 32`},
+		{"same service twice on one port", func(tg *TaskGroup) { tg.Services = append(tg.Services, tg.Services[0].Copy()) },
+			`service "api": defined twice on port "http" here`},
 		{"bad service name", func(tg *TaskGroup) { tg.Services[0].Name = "a b" }, `service 1: name: "a b" is not a service name`},
 	}
 	for _, tc := range cases {

@@ -97,7 +97,8 @@ func runScriptCheck(ctx context.Context, ex driver.Execer, taskID string, c *str
 	return checkResult{ok: code == 0, code: code, output: "exit " + strconv.Itoa(code) + ": " + out.buf.String()}
 }
 
-// checkTimeout is the check's Timeout, bounded to its interval's span.
+// checkTimeout is the check's Timeout, or structs.MinCheckTimeout for a
+// check stored without one.
 func checkTimeout(c *structs.ServiceCheck) time.Duration {
 	if c.Timeout > 0 {
 		return c.Timeout

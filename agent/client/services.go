@@ -237,16 +237,16 @@ func (sr *serviceRunner) runCheck(cr *checkRun) {
 			if sr.ctx.Err() != nil {
 				return
 			}
-			sr.mu.Lock()
-			changed := cr.status.Status
-			cr.status.Status = structs.CheckFailure
+			status := structs.CheckFailure
 			if res.ok {
-				cr.status.Status = structs.CheckSuccess
+				status = structs.CheckSuccess
 			}
+			sr.mu.Lock()
+			changed := cr.status.Status != status
+			cr.status.Status = status
 			cr.status.StatusCode, cr.status.Output, cr.status.Timestamp = res.code, res.output, time.Now().Unix()
-			changed2 := changed != cr.status.Status
 			sr.mu.Unlock()
-			if changed2 {
+			if changed {
 				sr.logger.Debug("check status", "check", cr.status.Check, "status", cr.status.Status, "output", res.output)
 				select {
 				case sr.kick <- struct{}{}:
