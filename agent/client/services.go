@@ -64,6 +64,8 @@ type serviceRunner struct {
 	retryAt time.Time
 }
 
+// svcInstance is one service of the allocation; registered says whether
+// the servers may hold its registration.
 type svcInstance struct {
 	svc        *structs.Service
 	reg        *structs.ServiceRegistration
@@ -112,7 +114,11 @@ func newServiceRunner(ar *allocRunner, tg *structs.TaskGroup) *serviceRunner {
 				address = pm.HostIP
 			}
 		}
-		inst := &svcInstance{svc: s, reg: &structs.ServiceRegistration{
+		// registered starts true: a registration left by an earlier life
+		// of this client (restarted while its tasks ran on) is removed at
+		// the first pass that finds the instance unhealthy. Deleting an
+		// ID the servers do not hold costs no Raft entry.
+		inst := &svcInstance{registered: true, svc: s, reg: &structs.ServiceRegistration{
 			ID: structs.ServiceRegistrationID(a.ID, owner, s.Name, s.PortLabel), ServiceName: s.Name,
 			NodeID: a.NodeID, JobID: a.JobID, AllocID: a.ID, Namespace: a.Namespace,
 			Tags: append([]string(nil), s.Tags...), Address: address, Port: port,
