@@ -159,6 +159,10 @@ type ClientConfig struct {
 	// dynamic ports (config_ports.go); 0 means 20000 and 32000.
 	MinDynamicPort int `hcl:"min_dynamic_port,optional"`
 	MaxDynamicPort int `hcl:"max_dynamic_port,optional"`
+	// ReservedPorts lists host ports kept from allocations,
+	// "22,80,8000-8080" (Nomad's reserved { reserved_ports }; here an
+	// attribute of client, as reserved names capabilities).
+	ReservedPorts string `hcl:"reserved_ports,optional"`
 }
 
 // DefaultConfig returns the defaults for a production agent (neither role
@@ -356,6 +360,9 @@ func (c *Config) Merge(o *Config) {
 		}
 		if cl.MaxDynamicPort != 0 {
 			c.Client.MaxDynamicPort = cl.MaxDynamicPort
+		}
+		if cl.ReservedPorts != "" {
+			c.Client.ReservedPorts = cl.ReservedPorts
 		}
 	}
 }

@@ -9,7 +9,8 @@ import (
 // validatePorts lists what is wrong with the client's dynamic port range
 // (`client { min_dynamic_port max_dynamic_port }`, as in Nomad): each 0
 // (the default, 20000 and 32000) or 1024-65535, the minimum below the
-// maximum once defaults are filled.
+// maximum once defaults are filled; and with reserved_ports
+// ("22,80,8000-8080").
 func (c *ClientConfig) validatePorts() []string {
 	var p []string
 	for _, f := range []struct {
@@ -26,6 +27,9 @@ func (c *ClientConfig) validatePorts() []string {
 	}
 	if hi == 0 {
 		hi = structs.DefaultMaxDynamicPort
+	}
+	if _, err := structs.ParsePortRanges(c.ReservedPorts); err != nil {
+		p = append(p, fmt.Sprintf("client.reserved_ports: %v", err))
 	}
 	if len(p) == 0 && lo > hi {
 		p = append(p, fmt.Sprintf("client.min_dynamic_port (%d) must not be above client.max_dynamic_port (%d)", lo, hi))

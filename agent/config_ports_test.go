@@ -25,7 +25,7 @@ func TestParseConfigDynamicPorts(t *testing.T) {
 		}
 		return err
 	}
-	if err := parse("  min_dynamic_port = 21000\n  max_dynamic_port = 21999\n"); err != nil {
+	if err := parse("  min_dynamic_port = 21000\n  max_dynamic_port = 21999\n  reserved_ports = \"22, 8000-8080\"\n"); err != nil {
 		t.Fatal(err)
 	}
 	for body, want := range map[string]string{

@@ -44,13 +44,19 @@ func healthServer(t testing.TB) string {
 const (
 	testMinDynamicPort = 61000
 	testMaxDynamicPort = 61999
+	// testReservedTop is the last of the ports the services agents
+	// reserve from the bottom of that range.
+	testReservedTop = 61899
 )
 
 // startServicesAgent starts agent -dev with the test dynamic port range.
 func startServicesAgent(t *testing.T, dataDir string) *devAgent {
 	t.Helper()
 	conf := filepath.Join(t.TempDir(), "ports.hcl")
-	body := fmt.Sprintf("client {\n  min_dynamic_port = %d\n  max_dynamic_port = %d\n}\n", testMinDynamicPort, testMaxDynamicPort)
+	// The first 900 ports of the range are reserved: instances must get
+	// ports above them.
+	body := fmt.Sprintf("client {\n  min_dynamic_port = %d\n  max_dynamic_port = %d\n  reserved_ports = \"%d-%d\"\n}\n",
+		testMinDynamicPort, testMaxDynamicPort, testMinDynamicPort, testReservedTop)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +147,7 @@ func TestE2EServicesRegisterHealthyInstances(t *testing.T) {
 	ports := map[int]bool{}
 	allocs := map[string]bool{}
 	for _, r := range regs {
-		if r.Address != "127.0.0.1" || r.Port < testMinDynamicPort || r.Port > testMaxDynamicPort ||
+		if r.Address != "127.0.0.1" || r.Port <= testReservedTop || r.Port > testMaxDynamicPort ||
 			r.JobID != "web" || r.Namespace != "default" || len(r.Tags) != 1 || r.Tags[0] != "v1" || r.NodeID == "" {
 			t.Fatalf("registration %+v", r)
 		}

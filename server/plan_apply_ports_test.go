@@ -96,3 +96,19 @@ func TestPlanApplierRefusesHostPortGivenTwice(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanApplierRefusesNodeReservedPort: a forced plan that gives a
+// port the node reserves is refused.
+func TestPlanApplierRefusesNodeReservedPort(t *testing.T) {
+	f := newPlanFixture(t, func(n *structs.Node) { n.ReservedResources.Networks.ReservedHostPorts = "22,8000-8100" })
+	p := &structs.Plan{EvalID: "e1"}
+	p.AppendAlloc(withPorts(f.alloc(100, 100), port("http", 8050)))
+	snap, err := f.store.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, reason, err := evaluateNodePlan(snap, p, f.node.ID)
+	if err != nil || ok || !strings.Contains(reason, "host port 8050 is reserved") {
+		t.Fatalf("ok=%v reason=%q err=%v", ok, reason, err)
+	}
+}

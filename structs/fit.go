@@ -84,7 +84,8 @@ func (tr *AllocatedTaskResources) sharedMiB() int64 {
 //   - an instance is held whole by one allocation, or shared by memory
 //     shares whose sum is within the group's memory; never both;
 //   - every host port (AllocatedResources.Shared.Ports) is given to one
-//     allocation at most once, and a new allocation's ports are 1-65535.
+//     allocation at most once, and a new allocation's ports are 1-65535
+//     and not reserved on the node (Node.ReservedPorts).
 //
 // reason explains the first problem found.
 func AllocsFit(n *Node, allocs []*Allocation) (ok bool, reason string) {
@@ -119,11 +120,18 @@ func AllocsFit(n *Node, allocs []*Allocation) (ok bool, reason string) {
 	shared := map[string]int64{}
 	sharer := map[string]string{}
 	ports := map[int]string{}
+	reserved := map[int]bool{}
+	for _, p := range n.ReservedPorts() {
+		reserved[p] = true
+	}
 	for _, a := range sorted {
 		if sh := a.AllocatedResources.Shared; sh != nil {
 			for _, pm := range sh.Ports {
 				if a.CreateIndex == 0 && (pm.Value < 1 || pm.Value > MaxValidPort) {
 					return false, fmt.Sprintf("port %q: host port %d is out of range", pm.Label, pm.Value)
+				}
+				if a.CreateIndex == 0 && reserved[pm.Value] {
+					return false, fmt.Sprintf("port %q: host port %d is reserved on the node", pm.Label, pm.Value)
 				}
 				if prev, dup := ports[pm.Value]; dup {
 					return false, fmt.Sprintf("port %d: given to both alloc %s and alloc %s", pm.Value, ShortID(prev), ShortID(a.ID))

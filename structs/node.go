@@ -102,6 +102,16 @@ type NodeResources struct {
 type NodeReservedResources struct {
 	CPU      int64 // MHz
 	MemoryMB int64 // MiB
+	// Networks holds the host ports kept from allocations (Nomad's
+	// shape).
+	Networks NodeReservedNetworkResources
+}
+
+// NodeReservedNetworkResources is the reserved part of the host network.
+type NodeReservedNetworkResources struct {
+	// ReservedHostPorts lists ports and ranges, "22,80,8000-8080"
+	// (structs.ParsePortRanges).
+	ReservedHostPorts string `json:",omitempty"`
 }
 
 // Ready reports whether the node can take new allocations.

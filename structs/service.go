@@ -621,3 +621,81 @@ type CheckStatus struct {
 	Service    string
 	Check      string
 }
+
+// MaxReservedPortSpecLen bounds a reserved port list such as
+// "22,80,8000-8080".
+const MaxReservedPortSpecLen = 1024
+
+// ParsePortRanges parses a comma-separated list of ports and inclusive
+// ranges ("22,80,8000-8080", Nomad's reserved_ports syntax) into sorted,
+// distinct ports. Spaces around items are allowed; an empty string is no
+// ports. Errors wrap ErrInvalid for a malformed item, a port outside
+// 1-65535, a range whose end is below its start, or a list longer than
+// MaxReservedPortSpecLen.
+func ParsePortRanges(spec string) ([]int, error) {
+	if len(spec) > MaxReservedPortSpecLen {
+		return nil, fmt.Errorf("%w: port list longer than %d characters", ErrInvalid, MaxReservedPortSpecLen)
+	}
+	seen := map[int]bool{}
+	for _, item := range strings.Split(spec, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		lo, hi, isRange := strings.Cut(item, "-")
+		a, err := parsePort(strings.TrimSpace(lo))
+		if err != nil {
+			return nil, fmt.Errorf("%w: port %q: %v", ErrInvalid, item, err)
+		}
+		b := a
+		if isRange {
+			if b, err = parsePort(strings.TrimSpace(hi)); err != nil {
+				return nil, fmt.Errorf("%w: port range %q: %v", ErrInvalid, item, err)
+			}
+			if b < a {
+				return nil, fmt.Errorf("%w: port range %q ends before it starts", ErrInvalid, item)
+			}
+		}
+		for p := a; p <= b; p++ {
+			seen[p] = true
+		}
+	}
+	out := make([]int, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func parsePort(s string) (int, error) {
+	if s == "" || len(s) > 5 {
+		return 0, fmt.Errorf("want a port number 1-%d", MaxValidPort)
+	}
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("want a port number 1-%d", MaxValidPort)
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n < 1 || n > MaxValidPort {
+		return 0, fmt.Errorf("want a port number 1-%d, got %d", MaxValidPort, n)
+	}
+	return n, nil
+}
+
+// ReservedPorts returns the node's reserved host ports
+// (ReservedResources.Networks.ReservedHostPorts), which no allocation may
+// be given; a list that does not parse reserves nothing (the client
+// checks it before registering).
+func (n *Node) ReservedPorts() []int {
+	if n.ReservedResources == nil || n.ReservedResources.Networks.ReservedHostPorts == "" {
+		return nil
+	}
+	ports, err := ParsePortRanges(n.ReservedResources.Networks.ReservedHostPorts)
+	if err != nil {
+		return nil
+	}
+	return ports
+}

@@ -104,3 +104,35 @@ func TestServiceRegistrationValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePortRanges(t *testing.T) {
+	got, err := ParsePortRanges(" 22, 80,8000-8002 ,80,")
+	if err != nil || len(got) != 5 || got[0] != 22 || got[1] != 80 || got[4] != 8002 {
+		t.Fatalf("%v %v", got, err)
+	}
+	if got, err := ParsePortRanges(""); err != nil || len(got) != 0 {
+		t.Fatalf("empty: %v %v", got, err)
+	}
+	for _, bad := range []string{"0", "65536", "a", "10-5", "1-2-3", "-5", "8000-", strings.Repeat("1,", 600), "+80", "99999999999"} {
+		if _, err := ParsePortRanges(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func FuzzParsePortRanges(f *testing.F) {
+	for _, s := range []string{"22,80,8000-8080", "", "1-65535", "10-5", " 7 , 8-9 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		ports, err := ParsePortRanges(spec)
+		if err != nil {
+			return
+		}
+		for i, p := range ports {
+			if p < 1 || p > MaxValidPort || (i > 0 && ports[i-1] >= p) {
+				t.Fatalf("%q gave %v", spec, ports)
+			}
+		}
+	})
+}

@@ -187,6 +187,7 @@ func (c *Client) buildNode() (*structs.Node, error) {
 	// the dynamic port range (services.go).
 	n.NodeResources.Networks = []*structs.NetworkResource{{Mode: structs.NetworkModeHost, IP: c.cfg.networkAddress()}}
 	n.NodeResources.MinDynamicPort, n.NodeResources.MaxDynamicPort = c.cfg.MinDynamicPort, c.cfg.MaxDynamicPort
+	n.ReservedResources.Networks.ReservedHostPorts = c.cfg.ReservedPorts
 	if err := c.applyNodeClass(n); err != nil {
 		return nil, err
 	}

@@ -130,6 +130,9 @@ type Config struct {
 	// structs.DefaultMaxDynamicPort (32000).
 	MinDynamicPort int
 	MaxDynamicPort int
+	// ReservedPorts lists host ports no allocation is given,
+	// "22,80,8000-8080" (structs.ParsePortRanges); checked by NewClient.
+	ReservedPorts string
 
 	// logMaxFileSizeBytes overrides LogMaxFileSizeMB in tests.
 	logMaxFileSizeBytes int64
@@ -227,6 +230,9 @@ func (cfg *Config) withDefaults() (*Config, error) {
 	}
 	if c.TelemetryInterval <= 0 {
 		c.TelemetryInterval = DefaultTelemetryInterval
+	}
+	if _, err := structs.ParsePortRanges(c.ReservedPorts); err != nil {
+		return nil, fmt.Errorf("client config: ReservedPorts: %w", err)
 	}
 	if c.DeviceHealthInterval <= 0 {
 		c.DeviceHealthInterval = devices.DefaultHealthInterval

@@ -49,9 +49,14 @@ type portUsage struct {
 	inRange int
 }
 
+// newPortUsage starts with the node's reserved host ports taken.
 func newPortUsage(n *structs.Node) portUsage {
 	lo, hi := n.DynamicPortRange()
-	return portUsage{lo: lo, hi: hi}
+	p := portUsage{lo: lo, hi: hi}
+	for _, port := range n.ReservedPorts() {
+		p.mark(port, 1)
+	}
+	return p
 }
 
 func (p *portUsage) mark(port int, sign int) {

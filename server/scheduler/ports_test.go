@@ -76,3 +76,27 @@ func TestPortsStaticCollision(t *testing.T) {
 		t.Fatalf("c placed %d allocations", got)
 	}
 }
+
+// TestPortsNodeReserved: a node's reserved ports are never given, static
+// or dynamic.
+func TestPortsNodeReserved(t *testing.T) {
+	h := newHarness(t)
+	n := gpuNode("n1", 0, "", 0)
+	n.NodeResources.MinDynamicPort, n.NodeResources.MaxDynamicPort = 21000, 21003
+	n.ReservedResources.Networks.ReservedHostPorts = "8080,21000-21002"
+	h.state.upsertNode(n)
+	h.register(portJob("a", 1, &structs.NetworkResource{DynamicPorts: []structs.Port{{Label: "http"}}}))
+	allocs := h.state.liveAllocs("a")
+	if len(allocs) != 1 || allocs[0].AllocatedResources.Shared.Ports[0].Value != 21003 {
+		t.Fatalf("allocs %+v", allocs)
+	}
+	// The range is now full, and the static port is reserved.
+	ev := h.register(portJob("b", 1, &structs.NetworkResource{DynamicPorts: []structs.Port{{Label: "http"}}}))
+	if m := ev.FailedTGAllocs["g"]; m == nil || m.DimensionExhausted[dimDynamicPorts] != 1 {
+		t.Fatalf("dynamic with a full range: %+v", ev.FailedTGAllocs)
+	}
+	ev = h.register(portJob("c", 1, &structs.NetworkResource{ReservedPorts: []structs.Port{{Label: "http", Value: 8080}}}))
+	if m := ev.FailedTGAllocs["g"]; m == nil {
+		t.Fatal("a reserved static port was given")
+	}
+}
