@@ -186,6 +186,8 @@ func (r *ServiceRegistration) Validate() error {
 		p = append(p, "ID: must be 1-512 characters")
 	case r.AllocID == "":
 		p = append(p, "AllocID: is required")
+	case r.Namespace == "":
+		p = append(p, "Namespace: is required")
 	}
 	if !validServiceName.MatchString(r.ServiceName) {
 		p = append(p, fmt.Sprintf("ServiceName: %q is not a service name (letters, digits, '-', '_', '.'; at most 128)", r.ServiceName))

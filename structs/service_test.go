@@ -88,16 +88,17 @@ func TestServiceCopyIsDeep(t *testing.T) {
 }
 
 func TestServiceRegistrationValidate(t *testing.T) {
-	ok := &ServiceRegistration{ID: "x", ServiceName: "web", AllocID: "a", Port: 80}
+	ok := &ServiceRegistration{ID: "x", ServiceName: "web", AllocID: "a", Namespace: "default", Port: 80}
 	if err := ok.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []*ServiceRegistration{
-		{ServiceName: "web", AllocID: "a"},
-		{ID: "x", ServiceName: "web"},
-		{ID: "x", ServiceName: "-", AllocID: "a"},
-		{ID: "x", ServiceName: "web", AllocID: "a", Port: 70000},
-		{ID: "x", ServiceName: "web", AllocID: "a", Tags: []string{""}},
+		{ServiceName: "web", AllocID: "a", Namespace: "default"},
+		{ID: "x", ServiceName: "web", Namespace: "default"},
+		{ID: "x", ServiceName: "web", AllocID: "a"},
+		{ID: "x", ServiceName: "-", AllocID: "a", Namespace: "default"},
+		{ID: "x", ServiceName: "web", AllocID: "a", Namespace: "default", Port: 70000},
+		{ID: "x", ServiceName: "web", AllocID: "a", Namespace: "default", Tags: []string{""}},
 	} {
 		if err := bad.Validate(); err == nil {
 			t.Fatalf("%+v validated", bad)
