@@ -172,6 +172,10 @@ func TestE2EServicesRegisterHealthyInstances(t *testing.T) {
 		!strings.Contains(out, fmt.Sprintf("127.0.0.1:%d", regs[0].Port)) {
 		t.Fatalf("alloc status exited %d:\n%s", code, out)
 	}
+	if page := httpGet(t, a.addr+"/ui/allocation/"+regs[0].AllocID); !strings.Contains(page, `id="alloc-ports"`) ||
+		!strings.Contains(page, fmt.Sprintf("127.0.0.1:%d", regs[0].Port)) {
+		t.Fatalf("allocation page lacks its ports:\n%.2000s", page)
+	}
 	if out, code := a.cli("service", "list"); code != 0 || !strings.Contains(out, "web") || !strings.Contains(out, "[v1]") {
 		t.Fatalf("service list exited %d:\n%s", code, out)
 	}

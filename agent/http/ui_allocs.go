@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -57,6 +59,8 @@ type allocView struct {
 	Inputs     []inputRow
 	Outputs    []outputRow
 	LogArchive *outputRow
+	// Ports are the host ports the plan gave the allocation.
+	Ports []portRow
 	// Released is set when the allocation no longer holds its GPUs (its
 	// client reported it finished): their telemetry now belongs to whichever
 	// allocation holds them, so the page shows none.
@@ -194,7 +198,18 @@ func (u *ui) allocPage(r *http.Request) (string, pageData, error) {
 		}
 	}
 	v.Inputs, v.Outputs, v.LogArchive = allocArtifactRows(a, tasks)
+	if ar := a.AllocatedResources; ar != nil && ar.Shared != nil {
+		for _, p := range ar.Shared.Ports {
+			v.Ports = append(v.Ports, portRow{Label: p.Label, Address: net.JoinHostPort(p.HostIP, strconv.Itoa(p.Value)), To: p.To})
+		}
+	}
 	return "alloc", v, nil
+}
+
+// portRow is one host port of an allocation on its page.
+type portRow struct {
+	Label, Address string
+	To             int
 }
 
 func fmtNanoTimeOpt(ns int64) string {
