@@ -41,7 +41,7 @@ const (
 	SnapshotRecordACLBootstrap SnapshotRecordType = 8 // a *structs.ACLBootstrap
 	SnapshotRecordArtifact     SnapshotRecordType = 9 // a *structs.Artifact (metadata only)
 	// Service registrations.
-	SnapshotRecordServiceRegistration SnapshotRecordType = 10 // a *structs.ServiceRegistration
+	SnapshotRecordServiceRegistration SnapshotRecordType = 28 // a *structs.ServiceRegistration (numbered as its Raft type, so parallel features do not collide)
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
 	SnapshotRecordEnd SnapshotRecordType = 255
 )
