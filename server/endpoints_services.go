@@ -77,6 +77,15 @@ func (s *Server) NodeServices(ctx context.Context, nodeID string, req *structs.N
 		if err := c.Validate(); err != nil {
 			return fmt.Errorf("service registration Upsert[%d]: %w", i, err)
 		}
+		// A client's periodic resend of an unchanged instance costs no
+		// Raft entry.
+		stored, err := store.ServiceRegistrationByID(nil, c.ID)
+		if err != nil {
+			return err
+		}
+		if stored.Equal(c) {
+			continue
+		}
 		upserts = append(upserts, c)
 	}
 	var dels []string

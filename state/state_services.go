@@ -41,7 +41,7 @@ func (s *StateStore) UpsertServiceRegistrations(index uint64, regs []*structs.Se
 		if existing != nil {
 			c.CreateIndex = existing.CreateIndex
 			c.ModifyIndex = existing.ModifyIndex
-			if sameRegistration(existing, c) {
+			if existing.Equal(c) {
 				continue
 			}
 			c.ModifyIndex = index
@@ -58,19 +58,6 @@ func (s *StateStore) UpsertServiceRegistrations(index uint64, regs []*structs.Se
 	}
 	s.commitTxn(txn, index)
 	return nil
-}
-
-func sameRegistration(a, b *structs.ServiceRegistration) bool {
-	if a.ServiceName != b.ServiceName || a.Namespace != b.Namespace || a.NodeID != b.NodeID || a.Datacenter != b.Datacenter ||
-		a.JobID != b.JobID || a.AllocID != b.AllocID || a.Address != b.Address || a.Port != b.Port || len(a.Tags) != len(b.Tags) {
-		return false
-	}
-	for i := range a.Tags {
-		if a.Tags[i] != b.Tags[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // DeleteServiceRegistrationsByID removes the registrations with the given

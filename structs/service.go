@@ -176,6 +176,17 @@ func (r *ServiceRegistration) Copy() *ServiceRegistration {
 	return &c
 }
 
+// Equal reports whether r and o register the same instance the same way,
+// Raft indexes aside.
+func (r *ServiceRegistration) Equal(o *ServiceRegistration) bool {
+	if r == nil || o == nil {
+		return r == o
+	}
+	return r.ID == o.ID && r.ServiceName == o.ServiceName && r.Namespace == o.Namespace && r.NodeID == o.NodeID &&
+		r.Datacenter == o.Datacenter && r.JobID == o.JobID && r.AllocID == o.AllocID && r.Address == o.Address &&
+		r.Port == o.Port && slices.Equal(r.Tags, o.Tags)
+}
+
 // Validate checks a registration a client sends: the IDs, name and
 // address are set, the port is in range and tags are bounded. Errors wrap
 // ErrInvalid.

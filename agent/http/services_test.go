@@ -135,6 +135,15 @@ func TestExploitNodeCannotRegisterAnotherNodesServices(t *testing.T) {
 		t.Fatalf("registration %+v", got)
 	}
 
+	// A resend of the same instance writes nothing (no Raft entry).
+	idx := f.s.Stats()["raft.last_log_index"]
+	if code, body := f.post(t, f.a.ID, f.a.SecretID, &structs.NodeServicesRequest{Upsert: []*structs.ServiceRegistration{own}}); code != 200 {
+		t.Fatalf("resend: %d %s", code, body)
+	}
+	if again := f.s.Stats()["raft.last_log_index"]; again != idx || idx == "" {
+		t.Fatalf("a resend of an unchanged instance appended to the Raft log: last index %s, was %s", again, idx)
+	}
+
 	// B removes A's instance, by ID and by allocation.
 	if code, body := f.post(t, f.b.ID, f.b.SecretID, &structs.NodeServicesRequest{Delete: []string{own.ID}}); code != http.StatusForbidden {
 		t.Fatalf("B deleting A's registration: %d %s", code, body)
