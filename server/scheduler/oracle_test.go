@@ -89,9 +89,31 @@ func oracleNodeProblems(n *structs.Node, allocs []*structs.Allocation) []string 
 	var cpu, mem int64
 	wholeBy := map[string][]string{}
 	sharedMiB := map[string]int64{}
+	portBy := map[int]string{}
 	for _, a := range allocs {
 		if !oracleHolds(a) {
 			continue
+		}
+		// Host ports: each held by one allocation; a dynamic one
+		// (every port of these tests) within 20000-32000 unless the
+		// node sets its range.
+		if a.AllocatedResources.Shared != nil {
+			lo, hi := 20000, 32000
+			if n.NodeResources.MinDynamicPort > 0 {
+				lo = n.NodeResources.MinDynamicPort
+			}
+			if n.NodeResources.MaxDynamicPort > 0 {
+				hi = n.NodeResources.MaxDynamicPort
+			}
+			for _, pm := range a.AllocatedResources.Shared.Ports {
+				if prev, dup := portBy[pm.Value]; dup {
+					p = append(p, fmt.Sprintf("port %d held by %s and %s", pm.Value, prev, a.Name))
+				}
+				portBy[pm.Value] = a.Name
+				if pm.Value < lo || pm.Value > hi {
+					p = append(p, fmt.Sprintf("%s port %s=%d outside %d-%d", a.Name, pm.Label, pm.Value, lo, hi))
+				}
+			}
 		}
 		for task, tr := range a.AllocatedResources.Tasks {
 			cpu += tr.CPU

@@ -86,6 +86,11 @@ func randomJob(rng *rand.Rand, id string) *structs.Job {
 	if rng.IntN(4) == 0 {
 		tg.Availability = structs.AvailabilityOpportunistic
 	}
+	// Dynamic host ports: the oracle checks none is given twice on a
+	// node (the range is never exhausted here, so placement is unchanged).
+	if rng.IntN(3) == 0 {
+		tg.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}, {Label: "metrics"}}}}
+	}
 	return j
 }
 
