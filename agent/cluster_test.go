@@ -406,13 +406,13 @@ func (c *testCluster) waitAllocsSettled(timeout time.Duration) {
 			return false, "no leader"
 		}
 		var self struct {
-			Stats map[string]interface{}
+			Stats struct{ Nomad map[string]interface{} }
 		}
 		if err := c.get(l, "/v1/agent/self", &self); err != nil {
 			return false, err.Error()
 		}
 		for _, k := range []string{"broker.total_ready", "broker.total_unacked", "plan.queue_depth"} {
-			if v := fmt.Sprint(self.Stats[k]); v != "0" {
+			if v := fmt.Sprint(self.Stats.Nomad[k]); v != "0" {
 				return false, fmt.Sprintf("%s = %s", k, v)
 			}
 		}
