@@ -143,6 +143,7 @@ var routeACL = map[string]routeRule{
 	"GET /v1/regions":                        {access: accessAuthenticated},
 	"GET /v1/namespaces":                     {access: accessAuthenticated},
 	"GET /v1/namespace/{name}":               {access: accessAuthenticated},
+	"PUT /v1/allocation/{id}/stop":           nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc),
 	"PUT /v1/jobs/parse":                     nsRule(structs.NamespaceCapabilityParseJob, nsQuery),
 	"PUT /v1/client/allocation/{id}/signal":  proxiedRule(nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc)),
 	"PUT /v1/client/allocation/{id}/restart": proxiedRule(nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc)),

@@ -54,7 +54,11 @@ func (h *handler) jobPlan(w http.ResponseWriter, r *http.Request) (interface{}, 
 	if err := h.checkJobSubmit(r, req.Job.ID, req.Job.Namespace); err != nil {
 		return nil, err
 	}
-	return ss.JobPlan(r.Context(), convert.JobToStructs(req.Job))
+	plan, err := ss.JobPlan(r.Context(), convert.JobToStructs(req.Job))
+	if err != nil {
+		return nil, err
+	}
+	return convert.PlanRead(req.Job.ID, plan), nil
 }
 
 // jobQueue handles GET /v1/jobs/queue: the jobs with work waiting to be

@@ -39,6 +39,7 @@ func (h *handler) wireRoutes() {
 	h.handle("GET /v1/namespaces", h.namespaces)
 	h.handle("GET /v1/namespace/{name}", h.namespaceGet)
 	h.handle("PUT /v1/jobs/parse", h.jobParse)
+	h.handle("PUT /v1/allocation/{id}/stop", h.allocStop)
 	h.mux.HandleFunc("PUT /v1/client/allocation/{id}/signal", h.onAllocNode(h.allocSignal))
 	h.mux.HandleFunc("PUT /v1/client/allocation/{id}/restart", h.onAllocNode(h.allocRestart))
 }

@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"encoding/json"
 	"net"
 	"time"
 
@@ -296,10 +297,7 @@ func EvalRead(e *structs.Evaluation) *api.Evaluation {
 			if m == nil {
 				continue
 			}
-			out.FailedTGAllocs[k] = &api.AllocMetric{NodesEvaluated: m.NodesEvaluated, NodesFiltered: m.NodesFiltered,
-				NodesExhausted: m.NodesExhausted, ConstraintFiltered: cloneIntMap(m.ConstraintFiltered),
-				DimensionExhausted: cloneIntMap(m.DimensionExhausted), CoalescedFailures: m.CoalescedFailures,
-				Explanation: m.Explanation, AwaitingStops: m.AwaitingStops}
+			out.FailedTGAllocs[k] = allocMetricRead(m)
 		}
 	}
 	return out
@@ -314,4 +312,105 @@ func cloneIntMap(m map[string]int) map[string]int {
 		out[k] = v
 	}
 	return out
+}
+
+func allocMetricRead(m *structs.AllocMetric) *api.AllocMetric {
+	if m == nil {
+		return nil
+	}
+	return &api.AllocMetric{NodesEvaluated: m.NodesEvaluated, NodesFiltered: m.NodesFiltered,
+		NodesExhausted: m.NodesExhausted, ConstraintFiltered: cloneIntMap(m.ConstraintFiltered),
+		DimensionExhausted: cloneIntMap(m.DimensionExhausted), CoalescedFailures: m.CoalescedFailures,
+		Explanation: m.Explanation, AwaitingStops: m.AwaitingStops}
+}
+
+// PlanRead renders a plan answer with Nomad's Diff, Annotations and
+// FailedTGAllocs beside GPUlayer's own fields.
+func PlanRead(jobID string, p *structs.JobPlanResponse) *api.JobPlanResponse {
+	out := &api.JobPlanResponse{JobModifyIndex: p.JobModifyIndex, DiffLines: cloneStrings(p.Diff),
+		Preemptions: cloneStrings(p.Preemptions), Annotations: &api.PlanAnnotations{DesiredTGUpdates: map[string]*api.DesiredUpdates{}}}
+	diff := &api.JobDiff{ID: jobID, Type: "None"}
+	switch {
+	case p.JobModifyIndex == 0:
+		diff.Type = "Added"
+	case len(p.Diff) > 0:
+		diff.Type = "Edited"
+	}
+	for _, g := range p.Groups {
+		if g == nil {
+			continue
+		}
+		out.Groups = append(out.Groups, &api.GroupPlan{Name: g.Name, Place: g.Place, Stop: g.Stop, InPlace: g.InPlace,
+			Nodes: cloneIntMap(g.Nodes), Queued: g.Queued, Failure: allocMetricRead(g.Failure)})
+		out.Annotations.DesiredTGUpdates[g.Name] = &api.DesiredUpdates{Place: uint64(max(g.Place, 0)), Stop: uint64(max(g.Stop, 0)),
+			InPlaceUpdate: uint64(max(g.InPlace, 0))}
+		gd := &api.TaskGroupDiff{Type: diff.Type, Name: g.Name, Updates: map[string]uint64{}}
+		if g.Place > 0 {
+			gd.Updates["create"] = uint64(g.Place)
+		}
+		if g.Stop > 0 {
+			gd.Updates["destroy"] = uint64(g.Stop)
+		}
+		if g.InPlace > 0 {
+			gd.Updates["in-place update"] = uint64(g.InPlace)
+		}
+		diff.TaskGroups = append(diff.TaskGroups, gd)
+		if g.Failure != nil {
+			if out.FailedTGAllocs == nil {
+				out.FailedTGAllocs = map[string]*api.AllocMetric{}
+			}
+			out.FailedTGAllocs[g.Name] = allocMetricRead(g.Failure)
+		}
+	}
+	out.Diff = diff
+	return out
+}
+
+// EventBatchRead renders a batch of the event stream with every payload
+// in its wire shape (JobRead, AllocRead without the job, NodeRead,
+// EvalRead) under its topic name, and Namespace set as Nomad's events
+// carry it. It returns nil for nil.
+func EventBatchRead(b *structs.EventBatch, region string) *api.EventBatch {
+	if b == nil {
+		return nil
+	}
+	out := &api.EventBatch{Index: b.Index, Events: make([]*api.Event, 0, len(b.Events))}
+	for _, e := range b.Events {
+		if e == nil {
+			continue
+		}
+		ev := &api.Event{Topic: e.Topic, Type: e.Type, Key: e.Key, FilterKeys: cloneStrings(e.FilterKeys), Index: e.Index,
+			Payload: map[string]json.RawMessage{}}
+		var name string
+		var v interface{}
+		switch p := e.Payload; {
+		case p.Job != nil:
+			name, v = "Job", JobRead(p.Job, region)
+			ev.Namespace = nsOr(p.Job.Namespace)
+		case p.Allocation != nil:
+			name, v = "Allocation", AllocRead(p.Allocation, region, false)
+			ev.Namespace = nsOr(p.Allocation.Namespace)
+		case p.Node != nil:
+			name, v = "Node", NodeRead(p.Node)
+		case p.Evaluation != nil:
+			name, v = "Evaluation", EvalRead(p.Evaluation)
+			ev.Namespace = nsOr(p.Evaluation.Namespace)
+		}
+		if name != "" {
+			// The wire types hold only encodable values.
+			raw, err := json.Marshal(v)
+			if err == nil {
+				ev.Payload[name] = raw
+			}
+		}
+		out.Events = append(out.Events, ev)
+	}
+	return out
+}
+
+func nsOr(ns string) string {
+	if ns == "" {
+		return DefaultNamespace
+	}
+	return ns
 }
