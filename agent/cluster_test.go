@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -416,7 +417,7 @@ func (c *testCluster) waitAllocsSettled(timeout time.Duration) {
 				return false, fmt.Sprintf("%s = %s", k, v)
 			}
 		}
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		if err := c.get(l, "/v1/allocations", &allocs); err != nil {
 			return false, err.Error()
 		}
@@ -435,7 +436,7 @@ func (c *testCluster) waitAllocsSettled(timeout time.Duration) {
 func (c *testCluster) checkAllocs(t *testing.T) int {
 	t.Helper()
 	l := c.leader()
-	var stubs []*structs.Allocation
+	var stubs []*api.Allocation
 	if err := c.get(l, "/v1/allocations", &stubs); err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +447,7 @@ func (c *testCluster) checkAllocs(t *testing.T) int {
 		if s.DesiredStatus != structs.AllocDesiredStatusRun || s.ClientTerminalStatus() {
 			continue
 		}
-		var a structs.Allocation
+		var a api.Allocation
 		if err := c.get(l, "/v1/allocation/"+s.ID, &a); err != nil {
 			t.Fatal(err)
 		}

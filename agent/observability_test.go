@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"bufio"
 	"context"
 	"encoding/json"
@@ -45,7 +46,7 @@ func runHelloGPU(t *testing.T, base, jobID string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		err = json.NewDecoder(resp.Body).Decode(&allocs)
 		resp.Body.Close()
 		if err != nil {

@@ -182,3 +182,16 @@ func (a *Allocation) ClientTerminalStatus() bool {
 	}
 	return false
 }
+
+// DeviceIDs returns the instance IDs of every device the allocation's
+// tasks hold; nil when none. It mirrors structs.Allocation.DeviceIDs.
+func (a *Allocation) DeviceIDs() []string {
+	if a == nil || a.AllocatedResources == nil {
+		return nil
+	}
+	var ids []string
+	for _, tr := range a.AllocatedResources.Tasks {
+		ids = append(ids, tr.DeviceIDs()...)
+	}
+	return ids
+}
