@@ -1,10 +1,10 @@
 package agent_test
 
 import (
-	"github.com/gpulayer/gpulayer/nomadish/api"
 	"bytes"
 	"encoding/json"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"net/http"
 	"os"
 	"path/filepath"

@@ -1,13 +1,13 @@
 package agent_test
 
 import (
-	"github.com/gpulayer/gpulayer/nomadish/api"
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"io"
 	"net/http"
 	"testing"

@@ -1,12 +1,12 @@
 package agent_test
 
 import (
-	"github.com/gpulayer/gpulayer/nomadish/api"
 	"archive/tar"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"net/http"
 	"os"
 	"path/filepath"

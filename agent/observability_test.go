@@ -1,11 +1,11 @@
 package agent_test
 
 import (
-	"github.com/gpulayer/gpulayer/nomadish/api"
 	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -168,8 +168,22 @@ func TestMetricsAfterJobRuns(t *testing.T) {
 // streamLine is one line of /v1/event/stream.
 type streamLine struct {
 	Index  uint64
-	Events []*structs.Event
+	Events []*streamEvent
 	Error  string
+}
+
+// streamEvent is one event of a streamLine, its payload in the wire
+// shapes a user reads.
+type streamEvent struct {
+	Topic, Type, Key string
+	FilterKeys       []string
+	Index            uint64
+	Payload          struct {
+		Job        *api.Job
+		Allocation *api.Allocation
+		Node       *api.Node
+		Evaluation *api.Evaluation
+	}
 }
 
 // readStream reads /v1/event/stream?index=from until it has seen a batch

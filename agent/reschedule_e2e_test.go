@@ -1,9 +1,9 @@
 package agent_test
 
 import (
-	"github.com/gpulayer/gpulayer/nomadish/api"
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"os"
 	"path/filepath"
 	"testing"

@@ -1,10 +1,10 @@
 package agent_test
 
 import (
-	"github.com/gpulayer/gpulayer/nomadish/api"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"io"
 	"net/http"
 	"path/filepath"

@@ -3,6 +3,7 @@ package http
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/nomadish/convert"
@@ -16,12 +17,9 @@ const defaultParseFilename = "job.hcl"
 
 // jobRegister handles PUT|POST /v1/jobs with {"Job": {...}}.
 func (h *handler) jobRegister(w http.ResponseWriter, r *http.Request) (interface{}, error) {
-	var req api.JobRegisterRequest
-	if err := h.decodeBody(w, r, &req); err != nil {
+	req, warnings, err := h.decodeJobRequest(w, r)
+	if err != nil {
 		return nil, err
-	}
-	if req.Job == nil {
-		return nil, badRequest("request body has no Job; want {\"Job\": {...}}")
 	}
 	if err := h.checkJobSubmit(r, req.Job.ID, req.Job.Namespace); err != nil {
 		return nil, err
@@ -35,7 +33,18 @@ func (h *handler) jobRegister(w http.ResponseWriter, r *http.Request) (interface
 		return nil, err
 	}
 	setIndex(w, resp.Index)
+	resp.Warnings = joinWarnings(resp.Warnings, warnings)
 	return resp, nil
+}
+
+// joinWarnings adds the request's field warnings to a response's
+// Warnings text, one per line.
+func joinWarnings(have string, more []string) string {
+	all := more
+	if have != "" {
+		all = append([]string{have}, more...)
+	}
+	return strings.Join(all, "\n")
 }
 
 // jobParse handles POST /v1/jobs/parse with {"JobHCL": "...",

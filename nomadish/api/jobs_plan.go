@@ -29,7 +29,7 @@ type JobPlanResponse struct {
 	Groups []*GroupPlan
 	// Preemptions names other jobs' allocations that would be evicted.
 	Preemptions []string
-	// Warnings is Nomad's field; GPUlayer puts nothing there yet.
+	// Warnings names request fields GPUlayer ignored, one per line.
 	Warnings string
 }
 
