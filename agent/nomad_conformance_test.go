@@ -197,6 +197,29 @@ func TestNomadAPIConformance(t *testing.T) {
 		}
 	})
 
+	// Must show 5: a field GPUlayer does not support, set, is a 400 that
+	// names it, and nothing is registered.
+	step("Jobs.Register refuses unsupported fields", func(t *testing.T) {
+		bad, err := c.Jobs().ParseHCL(strings.Replace(conformanceJobHCL, `"conform"`, `"conform-spread"`, 1), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad.Spreads = []*nomad.Spread{{Attribute: "${node.datacenter}", Weight: new(int8(50))}}
+		_, _, err = c.Jobs().Register(bad, nil)
+		if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "Job.Spreads: not supported by GPUlayer") {
+			t.Fatalf("register with Spreads: %v, want a 400 naming Job.Spreads", err)
+		}
+		bad.Spreads = nil
+		bad.TaskGroups[0].Tasks[0].Lifecycle = &nomad.TaskLifecycle{Hook: "prestart"}
+		_, _, err = c.Jobs().Register(bad, nil)
+		if err == nil || !strings.Contains(err.Error(), "Job.TaskGroups[0].Tasks[0].Lifecycle: not supported") {
+			t.Fatalf("register with a task lifecycle: %v, want a 400 naming it", err)
+		}
+		if _, _, err := c.Jobs().Info("conform-spread", nil); err == nil || !strings.Contains(err.Error(), "404") {
+			t.Fatalf("a refused job exists: %v", err)
+		}
+	})
+
 	step("Jobs.Info and List", func(t *testing.T) {
 		j, qm, err := c.Jobs().Info("conform", nil)
 		if err != nil {
