@@ -336,7 +336,7 @@ func TestNomadAPIConformance(t *testing.T) {
 		})
 	})
 
-	t.Run("Allocations.Exec", func(t *testing.T) {
+	step("Allocations.Exec", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		var stdout, stderr syncBuffer

@@ -175,6 +175,13 @@ func (h *handler) onAllocNode(fn func(w http.ResponseWriter, r *http.Request, ac
 			FlushInterval: -1,
 			Transport:     h.peers.nodeAction,
 		}
+		if isWebSocket(r) {
+			// Nomad's exec session (exec_ws.go): the node's agent
+			// answers 101 and the proxy joins the two connections.
+			keepWebSocketHeaders(r, hdr)
+			rp.ServeHTTP(w, r)
+			return
+		}
 		if !strings.HasSuffix(r.URL.Path, "/exec") {
 			// A small action body is sent whole, with its length, so the
 			// node agent can never answer while it is still arriving.

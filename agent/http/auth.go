@@ -146,6 +146,7 @@ var routeACL = map[string]routeRule{
 	"PUT /v1/allocation/{id}/stop":           nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc),
 	"PUT /v1/jobs/parse":                     nsRule(structs.NamespaceCapabilityParseJob, nsQuery),
 	"PUT /v1/client/allocation/{id}/signal":  proxiedRule(nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc)),
+	"GET /v1/client/allocation/{id}/exec":    proxiedRule(nsRule(structs.NamespaceCapabilityAllocExec, nsAlloc)),
 	"PUT /v1/client/allocation/{id}/restart": proxiedRule(nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc)),
 
 	"GET /v1/allocations":              nsRule(structs.NamespaceCapabilityReadJob, nsQuery),

@@ -89,6 +89,7 @@ func (h *handler) clientOnlyRoutes() {
 	// Nomad's paths of the same actions (issue 12).
 	h.mux.HandleFunc("PUT /v1/client/allocation/{id}/signal", h.onLocalAlloc(h.allocSignal))
 	h.mux.HandleFunc("PUT /v1/client/allocation/{id}/restart", h.onLocalAlloc(h.allocRestart))
+	h.mux.HandleFunc("GET /v1/client/allocation/{id}/exec", h.onLocalAlloc(h.allocExecWS))
 	h.handle("GET /v1/agent/self", h.clientOnlySelf)
 	h.mux.HandleFunc("GET /v1/status/health", func(w http.ResponseWriter, r *http.Request) {
 		if n := h.client.Node(); n == nil {

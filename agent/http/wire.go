@@ -42,6 +42,7 @@ func (h *handler) wireRoutes() {
 	h.handle("PUT /v1/allocation/{id}/stop", h.allocStop)
 	h.mux.HandleFunc("PUT /v1/client/allocation/{id}/signal", h.onAllocNode(h.allocSignal))
 	h.mux.HandleFunc("PUT /v1/client/allocation/{id}/restart", h.onAllocNode(h.allocRestart))
+	h.mux.HandleFunc("GET /v1/client/allocation/{id}/exec", h.onAllocNode(h.allocExecWS))
 }
 
 // evalList handles GET /v1/evaluations (?prefix, blocking): the
