@@ -3,6 +3,7 @@ package agent_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -459,6 +460,25 @@ func TestNomadAPIConformance(t *testing.T) {
 		}
 		if len(m.Members) != 1 || m.Members[0].Status != "alive" || m.ServerRegion != "global" {
 			t.Errorf("members: %+v", m)
+		}
+		raw, err := c.Operator().Metrics(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ms nomad.MetricsSummary
+		if err := json.Unmarshal(raw, &ms); err != nil {
+			t.Fatalf("metrics summary %.200q: %v", raw, err)
+		}
+		found := false
+		for _, g := range ms.Gauges {
+			found = found || g.Name == "gpulayer_gpu_memory_total_mib" && g.Value > 0 && g.DisplayLabels["device"] != ""
+		}
+		if !found || len(ms.Samples) == 0 || ms.Timestamp == "" {
+			t.Errorf("metrics summary: %d gauges (GPU memory found: %v), %d samples", len(ms.Gauges), found, len(ms.Samples))
+		}
+		prom, err := c.Operator().Metrics(&nomad.QueryOptions{Params: map[string]string{"format": "prometheus"}})
+		if err != nil || !strings.Contains(string(prom), "# TYPE gpulayer_gpu_memory_total_mib gauge") {
+			t.Errorf("prometheus metrics: %v %.200q", err, prom)
 		}
 		rc, err := c.Operator().RaftGetConfiguration(nil)
 		if err != nil {

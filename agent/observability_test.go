@@ -68,7 +68,7 @@ func runHelloGPU(t *testing.T, base, jobID string) {
 // scrape reads /v1/metrics and parses the text format.
 func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(base + "/v1/metrics")
+	resp, err := http.Get(base + "/v1/metrics?format=prometheus")
 	if err != nil {
 		t.Fatal(err)
 	}
