@@ -288,7 +288,7 @@ func TestE2EHelloGPURunsAndSurvivesRestart(t *testing.T) {
 	}
 	var again api.Allocation
 	a.getJSON("/v1/allocation/"+alloc.ID, &again)
-	if ts := again.TaskStates[task]; ts == nil || ts.StartedAt != alloc.TaskStates[task].StartedAt {
+	if ts := again.TaskStates[task]; ts == nil || !ts.StartedAt.Equal(alloc.TaskStates[task].StartedAt) {
 		t.Errorf("task was restarted after the agent restart: %+v", ts)
 	}
 }
