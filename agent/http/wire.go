@@ -2,9 +2,6 @@ package http
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -89,9 +86,8 @@ var searchContexts = []string{"jobs", "evals", "allocs", "nodes", "namespaces"}
 // one; an unknown context is 400.
 func (h *handler) search(w http.ResponseWriter, r *http.Request) (interface{}, error) {
 	var req searchRequest
-	body := http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := json.NewDecoder(body).Decode(&req); err != nil && !errors.Is(err, io.EOF) {
-		return nil, badRequest("invalid search body: %v", err)
+	if err := h.decodeBody(w, r, &req); err != nil {
+		return nil, err
 	}
 	if len(req.Prefix) > 256 {
 		return nil, badRequest("Prefix longer than 256 characters")

@@ -105,3 +105,19 @@ func FuzzCheckFields(f *testing.F) {
 		_, _ = CheckFields([]byte(body), &req, "")
 	})
 }
+
+// TestJobsParseRequestVariables: Variables decodes from GPUlayer's object
+// and from Nomad's variable-file string; anything else is an error.
+func TestJobsParseRequestVariables(t *testing.T) {
+	var p JobsParseRequest
+	if err := json.Unmarshal([]byte(`{"JobHCL":"x","Variables":{"a":"1"},"Canonicalize":true}`), &p); err != nil || p.Variables["a"] != "1" || !p.Canonicalize {
+		t.Errorf("object: %+v %v", p, err)
+	}
+	p = JobsParseRequest{}
+	if err := json.Unmarshal([]byte(`{"JobHCL":"x","Variables":"a = 1\n"}`), &p); err != nil || p.VariablesHCL != "a = 1\n" || p.Variables != nil {
+		t.Errorf("string: %+v %v", p, err)
+	}
+	if err := json.Unmarshal([]byte(`{"JobHCL":"x","Variables":[1]}`), &p); err == nil || !strings.Contains(err.Error(), "Variables") {
+		t.Errorf("list: %v", err)
+	}
+}
