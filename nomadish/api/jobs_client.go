@@ -55,7 +55,7 @@ func (p *JobsParseRequest) UnmarshalJSON(b []byte) error {
 		return json.Unmarshal(raw, &p.VariablesHCL)
 	default:
 		if err := json.Unmarshal(raw, &p.Variables); err != nil {
-			return fmt.Errorf("Variables: want an object of strings or a variable file's text: %w", err)
+			return fmt.Errorf("field Variables: want an object of strings or a variable file's text: %w", err)
 		}
 	}
 	return nil
