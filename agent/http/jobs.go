@@ -33,8 +33,9 @@ func (h *handler) jobRegister(w http.ResponseWriter, r *http.Request) (interface
 		return nil, err
 	}
 	setIndex(w, resp.Index)
-	resp.Warnings = joinWarnings(resp.Warnings, warnings)
-	return resp, nil
+	out := convert.RegisterResponseRead(resp)
+	out.Warnings = joinWarnings(out.Warnings, warnings)
+	return out, nil
 }
 
 // joinWarnings adds the request's field warnings to a response's
@@ -185,7 +186,7 @@ func (h *handler) jobDeregister(w http.ResponseWriter, r *http.Request) (interfa
 		return nil, err
 	}
 	setIndex(w, resp.Index)
-	return resp, nil
+	return convert.DeregisterResponseRead(resp), nil
 }
 
 // jobAllocations handles GET /v1/job/{id}/allocations (blocking).

@@ -66,5 +66,9 @@ func (h *handler) jobQueue(w http.ResponseWriter, r *http.Request) (interface{},
 	if err != nil {
 		return nil, err
 	}
-	return ss.JobQueue(r.Context())
+	q, err := ss.JobQueue(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return convert.QueueRead(q), nil
 }

@@ -161,7 +161,7 @@ func (h *handler) search(w http.ResponseWriter, r *http.Request) (interface{}, e
 				}
 			}
 		case "namespaces":
-			nss, err := h.namespaceNames(r)
+			nss, _, err := h.namespaceNames(r, &structs.QueryOptions{AllowStale: true})
 			if err != nil {
 				return nil, err
 			}
@@ -186,11 +186,13 @@ func (h *handler) regions(w http.ResponseWriter, r *http.Request) (interface{}, 
 }
 
 // namespaceNames returns "default" and every namespace a job lives in
-// that the caller may see, sorted.
-func (h *handler) namespaceNames(r *http.Request) ([]string, error) {
-	jobs, _, err := h.srv.JobList(r.Context(), &structs.QueryOptions{AllowStale: true})
+// that the caller may see, sorted, read as q's (blocking) query on the
+// jobs: namespaces change only with them.
+func (h *handler) namespaceNames(r *http.Request, q *structs.QueryOptions) ([]string, structs.QueryMeta, error) {
+	q.Prefix = ""
+	jobs, meta, err := h.srv.JobList(r.Context(), q)
 	if err != nil {
-		return nil, err
+		return nil, meta, err
 	}
 	names := []string{convert.DefaultNamespace}
 	for _, j := range jobs {
@@ -205,14 +207,18 @@ func (h *handler) namespaceNames(r *http.Request) ([]string, error) {
 			out = append(out, n)
 		}
 	}
-	return out, nil
+	return out, meta, nil
 }
 
 // namespaces handles GET /v1/namespaces: GPUlayer has no namespace
 // objects; it answers "default" and the namespaces its jobs name, as far
 // as the caller may see them, in Nomad's Namespace shape.
 func (h *handler) namespaces(w http.ResponseWriter, r *http.Request) (interface{}, error) {
-	names, err := h.namespaceNames(r)
+	q, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	names, meta, err := h.namespaceNames(r, q)
 	if err != nil {
 		return nil, err
 	}
@@ -220,14 +226,18 @@ func (h *handler) namespaces(w http.ResponseWriter, r *http.Request) (interface{
 	for _, n := range names {
 		out = append(out, namespaceOf(n))
 	}
-	setMeta(w, structs.QueryMeta{Index: 1, KnownLeader: h.knownLeader()})
+	setMeta(w, meta)
 	return out, nil
 }
 
 // namespaceGet handles GET /v1/namespace/{name}; a namespace no job
 // names (other than "default") is 404.
 func (h *handler) namespaceGet(w http.ResponseWriter, r *http.Request) (interface{}, error) {
-	names, err := h.namespaceNames(r)
+	q, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	names, meta, err := h.namespaceNames(r, q)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +245,7 @@ func (h *handler) namespaceGet(w http.ResponseWriter, r *http.Request) (interfac
 	if !slices.Contains(names, name) {
 		return nil, &codedError{code: http.StatusNotFound, msg: "namespace not found"}
 	}
-	setMeta(w, structs.QueryMeta{Index: 1, KnownLeader: h.knownLeader()})
+	setMeta(w, meta)
 	return namespaceOf(name), nil
 }
 

@@ -414,3 +414,31 @@ func nsOr(ns string) string {
 	}
 	return ns
 }
+
+// RegisterResponseRead renders a job registration's answer.
+func RegisterResponseRead(r *structs.JobRegisterResponse) *api.JobRegisterResponse {
+	return &api.JobRegisterResponse{EvalID: r.EvalID, EvalCreateIndex: r.EvalCreateIndex, JobModifyIndex: r.JobModifyIndex,
+		Warnings: r.Warnings, Index: r.Index}
+}
+
+// DeregisterResponseRead renders a job stop's answer.
+func DeregisterResponseRead(r *structs.JobDeregisterResponse) *api.JobDeregisterResponse {
+	return &api.JobDeregisterResponse{EvalID: r.EvalID, EvalCreateIndex: r.EvalCreateIndex, JobModifyIndex: r.JobModifyIndex, Index: r.Index}
+}
+
+// QueueRead renders GET /v1/jobs/queue.
+func QueueRead(q []*structs.JobQueueEntry) []*api.JobQueueEntry {
+	out := make([]*api.JobQueueEntry, 0, len(q))
+	for _, e := range q {
+		if e == nil {
+			continue
+		}
+		reasons := make(map[string]string, len(e.Reasons))
+		for k, v := range e.Reasons {
+			reasons[k] = v
+		}
+		out = append(out, &api.JobQueueEntry{JobID: e.JobID, Namespace: nsOr(e.Namespace), Type: e.Type, Priority: e.Priority,
+			SubmitTime: e.SubmitTime, EvalID: e.EvalID, Status: e.Status, Queued: cloneIntMap(e.Queued), Reasons: reasons})
+	}
+	return out
+}
