@@ -451,15 +451,18 @@ func TestNomadAPIConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if self.Member.Name == "" || self.Stats["raft"] == nil && self.Stats["nomad"] == nil {
-			t.Errorf("agent self: member %+v stats %v", self.Member, self.Stats)
+		if self.Member.Name != "conform-dev" || self.Member.Status != "alive" || self.Member.Tags["region"] != "global" ||
+			self.Stats["nomad"]["leader"] != "true" || self.Stats["raft"]["state"] != "Leader" || self.Stats["client"]["node_id"] != nodeID ||
+			self.Config["Name"] != "conform-dev" {
+			t.Errorf("agent self: member %+v stats %v config name %v", self.Member, self.Stats, self.Config["Name"])
 		}
 		m, err := c.Agent().Members()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(m.Members) != 1 || m.Members[0].Status != "alive" || m.ServerRegion != "global" {
-			t.Errorf("members: %+v", m)
+		if len(m.Members) != 1 || m.Members[0].Status != "alive" || m.Members[0].Name != "conform-dev" || m.Members[0].Tags["role"] != "nomad" ||
+			m.ServerRegion != "global" || m.ServerName != "conform-dev" || m.ServerDC != "dc1" {
+			t.Errorf("members: %+v, first %+v", m, m.Members[0])
 		}
 		raw, err := c.Operator().Metrics(nil)
 		if err != nil {
@@ -514,8 +517,8 @@ func TestNomadAPIConformance(t *testing.T) {
 						}
 					case nomad.TopicAllocation:
 						var a *nomad.Allocation
-						if a, err = e.Allocation(); err == nil && (a == nil || a.ID == "") {
-							err = errors.New("no allocation in the payload")
+						if a, err = e.Allocation(); err == nil && (a == nil || a.ID == "" || a.JobID == "" || a.AllocatedResources == nil) {
+							err = fmt.Errorf("no allocation with resources in the payload: %+v", a)
 						}
 					case nomad.TopicEvaluation:
 						var ev *nomad.Evaluation
@@ -524,8 +527,8 @@ func TestNomadAPIConformance(t *testing.T) {
 						}
 					case nomad.TopicNode:
 						var n *nomad.Node
-						if n, err = e.Node(); err == nil && (n == nil || n.ID == "") {
-							err = errors.New("no node in the payload")
+						if n, err = e.Node(); err == nil && (n == nil || n.ID == "" || n.NodeResources == nil || n.NodeResources.Cpu.CpuShares <= 0) {
+							err = fmt.Errorf("no node with resources in the payload: %+v", n)
 						}
 					}
 					if err != nil {
