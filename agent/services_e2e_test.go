@@ -161,9 +161,9 @@ func TestE2EServicesRegisterHealthyInstances(t *testing.T) {
 		}
 	}
 	// The allocation carries its port and the task saw it.
-	var alloc structs.Allocation
+	var alloc api.Allocation
 	a.getJSON("/v1/allocation/"+regs[0].AllocID, &alloc)
-	if pm, ok := alloc.AllocatedResources.Shared.Port("http"); !ok || pm.Value != regs[0].Port {
+	if sh := alloc.AllocatedResources.Shared; sh == nil || len(sh.Ports) != 1 || sh.Ports[0].Label != "http" || sh.Ports[0].Value != regs[0].Port {
 		t.Fatalf("allocation ports %+v, registration port %d", alloc.AllocatedResources.Shared, regs[0].Port)
 	}
 

@@ -18,6 +18,7 @@ var (
 	_ ArtifactOpener     = (*server.Server)(nil)
 	_ ArtifactServer     = (*server.Server)(nil)
 	_ ClusterServer      = (*server.Server)(nil)
+	_ EvalLister         = (*server.Server)(nil) // Nomad API compatibility (issue 12)
 	_ GCServer           = (*server.Server)(nil)
 	_ LastContacter      = (*server.Server)(nil)
 	_ LogArchiveFinder   = (*server.Server)(nil)
