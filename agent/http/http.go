@@ -215,6 +215,8 @@ func (h *handler) routes() {
 	h.handle("DELETE /v1/job/{id}", h.jobDeregister)
 	h.handle("GET /v1/job/{id}/allocations", h.jobAllocations)
 	h.handle("GET /v1/job/{id}/evaluations", h.jobEvaluations)
+	// Periodic and parameterized jobs (jobs_children.go).
+	h.childrenRoutes()
 	h.schedulingRoutes()
 	h.actionRoutes()
 	h.handle("GET /v1/allocations", h.allocList)
