@@ -118,6 +118,9 @@ func (m *Meta) showJob(client *api.Client, id string) int {
 		{"Status", job.Status},
 		{"Submit Date", m.formatUnixNano(job.SubmitTime)},
 	}))
+	if job.Periodic != nil || (job.ParameterizedJob != nil && !job.Dispatched) {
+		return m.showChildren(client, job)
+	}
 	m.UI.Output("\nSummary")
 	m.UI.Output(jobSummary(job, allocs, evals))
 	if blocked := newestBlockedEval(evals); blocked != nil {

@@ -8,8 +8,9 @@ import (
 // PeriodicConfig is a job's periodic block (Nomad's shape): the servers
 // launch a child "<job>/periodic-<unix>" at each time the crons name.
 type PeriodicConfig struct {
-	// Enabled launches children on schedule.
-	Enabled bool
+	// Enabled launches children on schedule; nil (left out) is true, as
+	// Nomad's Canonicalize makes it.
+	Enabled *bool `json:",omitempty"`
 	// Spec is the older singular `cron`; Specs is `crons`.
 	Spec  string   `json:",omitempty"`
 	Specs []string `json:",omitempty"`
@@ -84,3 +85,7 @@ func (j *Jobs) PeriodicForce(id string, w *WriteOptions) (*PeriodicForceResponse
 	}
 	return &resp, wm, nil
 }
+
+// MaxDispatchPayload is the largest dispatch payload the servers accept:
+// 16 KiB, as in Nomad.
+const MaxDispatchPayload = 16 * 1024

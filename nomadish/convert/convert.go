@@ -48,7 +48,7 @@ func JobToStructs(j *api.Job) *structs.Job {
 		Held:                     j.Held,
 	}
 	if p := j.Periodic; p != nil {
-		out.Periodic = &structs.PeriodicConfig{Enabled: p.Enabled, Spec: p.Spec, Specs: cloneStrings(p.Specs), SpecType: p.SpecType,
+		out.Periodic = &structs.PeriodicConfig{Enabled: p.Enabled == nil || *p.Enabled, Spec: p.Spec, Specs: cloneStrings(p.Specs), SpecType: p.SpecType,
 			ProhibitOverlap: p.ProhibitOverlap, TimeZone: p.TimeZone}
 	}
 	if p := j.ParameterizedJob; p != nil {
@@ -99,7 +99,8 @@ func JobFromStructs(j *structs.Job) *api.Job {
 		Held:                     j.Held,
 	}
 	if p := j.Periodic; p != nil {
-		out.Periodic = &api.PeriodicConfig{Enabled: p.Enabled, Spec: p.Spec, Specs: cloneStrings(p.Specs), SpecType: p.SpecType,
+		enabled := p.Enabled
+		out.Periodic = &api.PeriodicConfig{Enabled: &enabled, Spec: p.Spec, Specs: cloneStrings(p.Specs), SpecType: p.SpecType,
 			ProhibitOverlap: p.ProhibitOverlap, TimeZone: p.TimeZone}
 	}
 	if p := j.ParameterizedJob; p != nil {
