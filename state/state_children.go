@@ -137,12 +137,12 @@ func (s *StateStore) ApplyPeriodicLaunch(index uint64, req *structs.PeriodicLaun
 		}
 		if parent.Periodic.ProhibitOverlap && slices.ContainsFunc(children, ChildAlive) {
 			res.Skipped = SkipOverlap
-			s.commitTxn(txn, index)
-			return res, nil
 		}
 	}
-	if err := registerChildTxn(txn, index, parent, children, req.Child, req.Eval, res); err != nil {
-		return nil, err
+	if res.Skipped == "" {
+		if err := registerChildTxn(txn, index, parent, children, req.Child, req.Eval, res); err != nil {
+			return nil, err
+		}
 	}
 	s.commitTxn(txn, index)
 	return res, nil
