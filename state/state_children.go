@@ -82,8 +82,10 @@ func deletePeriodicLaunchTxn(txn *memdb.Txn, index uint64, jobID string) error {
 }
 
 // ApplyPeriodicLaunch applies a launch (see structs.PeriodicLaunchRequest):
-// a child that exists already is a no-op naming it; a scheduled launch at
-// or before the recorded last launch is skipped (SkipDecided); with
+// a scheduled launch at or before the recorded last launch is skipped
+// (SkipDecided); one whose child exists already (a forced launch in the
+// same second) is recorded and skipped (SkipDecided); a forced one whose
+// child exists is a no-op naming it; with
 // prohibit_overlap and a child alive it is recorded and skipped
 // (SkipOverlap); otherwise the child is registered (held when the
 // parent's max_running_children is reached) with its evaluation (none when
@@ -108,13 +110,22 @@ func (s *StateStore) ApplyPeriodicLaunch(index uint64, req *structs.PeriodicLaun
 		return nil, notFound("periodic job", req.ParentID)
 	}
 	res := &structs.ChildLaunchResult{JobID: req.Child.ID}
-	if existing, err := jobByIDTxn(txn, nil, req.Child.ID); err != nil || existing != nil {
+	existing, err := jobByIDTxn(txn, nil, req.Child.ID)
+	if err != nil {
+		return nil, err
+	}
+	if existing != nil && req.Forced {
 		res.Skipped = SkipDecided
-		return res, err
+		return res, nil
 	}
 	children, err := childrenTxn(txn, nil, parent.ID)
 	if err != nil {
 		return nil, err
+	}
+	if existing != nil {
+		// A forced launch took this second: the scheduled time is
+		// decided all the same, so record it below and launch nothing.
+		res.Skipped = SkipDecided
 	}
 	if !req.Forced {
 		last, err := firstByID[structs.PeriodicLaunch](txn, nil, TablePeriodicLaunch, "periodic launch", parent.ID)
@@ -135,7 +146,7 @@ func (s *StateStore) ApplyPeriodicLaunch(index uint64, req *structs.PeriodicLaun
 		if err := setIndex(txn, TablePeriodicLaunch, index); err != nil {
 			return nil, err
 		}
-		if parent.Periodic.ProhibitOverlap && slices.ContainsFunc(children, ChildAlive) {
+		if res.Skipped == "" && parent.Periodic.ProhibitOverlap && slices.ContainsFunc(children, ChildAlive) {
 			res.Skipped = SkipOverlap
 		}
 	}
