@@ -321,3 +321,27 @@ func TestDispatchIdempotencyTokenAndBadInput(t *testing.T) {
 		t.Errorf("registration with ParentID: %v", err)
 	}
 }
+
+// TestPeriodicRestartLaunchesTheLatestMissedOnce: a single server that was
+// down for two cron times launches, on its restart, only the newer of them
+// (Nomad's rule), and minute 1 is not launched again.
+func TestPeriodicRestartLaunchesTheLatestMissedOnce(t *testing.T) {
+	clock := &fakeClock{now: time.Now()}
+	c := servertest.NewCluster(t, 1, servertest.WithConfig(func(cfg *server.Config) { cfg.PeriodicClock = clock.Now }))
+	job := periodicJob(false)
+	c.Register(job)
+	srv := func() *server.Server { return c.Server(c.WaitForLeader()) }
+	slot1 := nextMinute(time.Unix(0, mustJob(t, srv(), job.ID).SubmitTime))
+	clock.Set(slot1.Add(time.Second))
+	c1 := structs.PeriodicChildID(job.ID, slot1.Unix())
+	waitChildren(t, srv, job.ID, c1)
+	c.Kill(0)
+	slot3 := slot1.Add(2 * time.Minute)
+	clock.Set(slot3.Add(5 * time.Second))
+	c.Restart(0)
+	waitChildren(t, srv, job.ID, c1, structs.PeriodicChildID(job.ID, slot3.Unix()))
+	time.Sleep(1500 * time.Millisecond) // a launcher pass or more
+	if got := childIDs(t, srv(), job.ID); len(got) != 2 {
+		t.Fatalf("children %v after the restart settled, want 2", got)
+	}
+}
