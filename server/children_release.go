@@ -32,12 +32,7 @@ func (s *Server) childrenReleaseLoop(ctx context.Context) {
 			log.Warn("release of held children failed", "error", err)
 			wait = releaseRetry
 		}
-		wctx, cancel := context.WithCancel(ctx)
-		if wait > 0 {
-			wctx, cancel = context.WithTimeout(ctx, wait)
-		}
-		_ = ws.WatchCtx(wctx)
-		cancel()
+		waitChange(ctx, ws, wait)
 	}
 }
 
@@ -45,6 +40,8 @@ func (s *Server) childrenReleaseLoop(ctx context.Context) {
 // leaves room for (all of a parent that is gone or has no limit).
 func (s *Server) releasePass(ctx context.Context, ws memdb.WatchSet) error {
 	st := s.fsm.State()
+	// A snapshot restore replaces the store: wake up and read the new one.
+	ws.Add(st.AbandonCh())
 	jobs, err := st.Jobs(ws)
 	if err != nil {
 		return err
@@ -116,4 +113,16 @@ func (s *Server) releaseChildren(st *state.StateStore, parentID string) error {
 		}
 	}
 	return nil
+}
+
+// waitChange blocks until something ws watches changes, ctx ends, or, when
+// wait is above zero, wait has passed.
+func waitChange(ctx context.Context, ws memdb.WatchSet, wait time.Duration) {
+	if wait <= 0 {
+		_ = ws.WatchCtx(ctx)
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	_ = ws.WatchCtx(wctx)
 }

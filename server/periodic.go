@@ -43,17 +43,18 @@ func (s *Server) periodicLoop(ctx context.Context) {
 			log.Warn("periodic launch pass failed", "error", err)
 			wait = periodicRetry
 		}
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		_ = ws.WatchCtx(wctx)
-		cancel()
+		waitChange(ctx, ws, wait)
 	}
 }
 
 // periodicPass launches what is due and returns how long to wait before
-// the next cron time (at most periodicMaxWait). ws watches the jobs and
+// the next cron time (at most periodicMaxWait), or 0 when no periodic job
+// is active (the loop then waits for a change). ws watches the jobs and
 // launch tables.
 func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, log hclog.Logger) (time.Duration, error) {
 	st := s.fsm.State()
+	// A snapshot restore replaces the store: wake up and read the new one.
+	ws.Add(st.AbandonCh())
 	jobs, err := st.Jobs(ws)
 	if err != nil {
 		return 0, err
@@ -61,7 +62,7 @@ func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, log hclog.
 	if _, err := st.PeriodicLaunches(ws); err != nil {
 		return 0, err
 	}
-	wait := periodicMaxWait
+	wait, active := periodicMaxWait, false
 	var firstErr error
 	for _, j := range jobs {
 		if ctx.Err() != nil {
@@ -70,6 +71,7 @@ func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, log hclog.
 		if !j.IsPeriodicActive() {
 			continue
 		}
+		active = true
 		rec, err := st.PeriodicLaunchByID(nil, j.ID)
 		if err != nil {
 			return 0, err
@@ -96,6 +98,9 @@ func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, log hclog.
 				wait = max(d, time.Millisecond)
 			}
 		}
+	}
+	if !active && firstErr == nil {
+		return 0, nil
 	}
 	return wait, firstErr
 }
