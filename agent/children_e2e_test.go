@@ -150,6 +150,20 @@ func TestE2EDispatchMaxRunningChildren(t *testing.T) {
 	if code == 0 || !strings.Contains(out, `missing required key \"frame\"`) && !strings.Contains(out, `missing required key "frame"`) {
 		t.Fatalf("dispatch without the required meta: %d %s", code, out)
 	}
+	// A cron the server refuses is shown at its line of the file.
+	bad := filepath.Join(dir, "bad.hcl")
+	src := strings.Replace(renderHCL, "  parameterized {\n    payload       = \"required\"\n    meta_required = [\"frame\"]\n  }",
+		"  periodic {\n    crons = [\"61 * * * *\"]\n  }", 1)
+	if src == renderHCL {
+		t.Fatal("bad.hcl: replacement did not apply")
+	}
+	if err := os.WriteFile(bad, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = a.cli("job", "run", "-detach", bad)
+	if code == 0 || !strings.Contains(out, bad+":5:") || !strings.Contains(out, "periodic: crons:") {
+		t.Fatalf("job run with a bad cron: %d %s", code, out)
+	}
 }
 
 // periodicBody is a periodic batch job (JSON for /v1/jobs) launched every
