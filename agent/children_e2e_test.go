@@ -146,6 +146,10 @@ func TestE2EDispatchMaxRunningChildren(t *testing.T) {
 		!strings.Contains(out, "Max Running Children") {
 		t.Fatalf("job status render: %d %s", code, out)
 	}
+	out, code = a.cli("job", "status", children[0].ID)
+	if code != 0 || !strings.Contains(out, "Parent") || !strings.Contains(out, "= render") {
+		t.Fatalf("job status of a child: %d %s", code, out)
+	}
 	out, code = a.cli("job", "dispatch", "-detach", "render", payload)
 	if code == 0 || !strings.Contains(out, `missing required key \"frame\"`) && !strings.Contains(out, `missing required key "frame"`) {
 		t.Fatalf("dispatch without the required meta: %d %s", code, out)

@@ -109,15 +109,23 @@ func (m *Meta) showJob(client *api.Client, id string) int {
 	if err != nil {
 		return m.errorf("Error querying evaluations of job %q: %v", id, err)
 	}
-	m.UI.Output(kv([][2]string{
+	status := job.Status
+	if job.Held {
+		status += " (held: the parent's max_running_children are running)"
+	}
+	rows := [][2]string{
 		{"ID", job.ID},
 		{"Name", job.Name},
 		{"Type", job.Type},
 		{"Priority", strconv.Itoa(job.Priority)},
 		{"Datacenters", strings.Join(job.Datacenters, ",")},
-		{"Status", job.Status},
+		{"Status", status},
 		{"Submit Date", m.formatUnixNano(job.SubmitTime)},
-	}))
+	}
+	if job.ParentID != "" {
+		rows = append(rows, [2]string{"Parent", job.ParentID})
+	}
+	m.UI.Output(kv(rows))
 	if job.Periodic != nil || (job.ParameterizedJob != nil && !job.Dispatched) {
 		return m.showChildren(client, job)
 	}
