@@ -160,6 +160,12 @@ type TaskGroup struct {
 	// (opts in to opportunistic nodes as well as continuous ones). Empty
 	// takes the job's value.
 	Availability string
+	// MaxRunDuration bounds how long each allocation of the group runs, in
+	// a batch job only: past it, measured from the allocation's start on
+	// its client, every task still running is stopped and fails with a
+	// "Deadline Exceeded" event. Zero means no bound. See
+	// structs/deadline.go.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // Task is one process or container run by a driver.
@@ -189,6 +195,9 @@ type Task struct {
 	// DispatchPayload writes a dispatched job's payload to a file beneath
 	// the task's local/ directory.
 	DispatchPayload *DispatchPayloadConfig `json:",omitempty"`
+	// MaxRunDuration bounds this task like TaskGroup.MaxRunDuration (batch
+	// jobs only; zero: none); with both set, the shorter applies.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // validUser is what a task's user may look like (POSIX portable user
@@ -443,6 +452,7 @@ func (tg *TaskGroup) validate(jobType string) []string {
 		add("%s", msg)
 	}
 	p = append(p, rescheduleBoundProblems(tg.ReschedulePolicy)...)
+	p = append(p, deadlineProblems(jobType, tg)...)
 	p = append(p, mapProblems("meta", tg.Meta)...)
 	p = append(p, listProblems("", len(tg.Constraints), len(tg.Affinities))...)
 	if rp := tg.RestartPolicy; rp != nil {

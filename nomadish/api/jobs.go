@@ -136,6 +136,12 @@ type TaskGroup struct {
 	Requires []string `json:",omitempty"`
 	// Availability overrides the job's availability class for the group.
 	Availability string `json:",omitempty"`
+	// MaxRunDuration bounds how long each allocation of the group runs
+	// (batch jobs only), measured from its start on the client; a task
+	// still running then is stopped and fails with a "Deadline Exceeded"
+	// event. It encodes in JSON as integer nanoseconds, as Nomad's; zero
+	// means no bound.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // Task is one process (or container) run by a driver.
@@ -171,6 +177,10 @@ type Task struct {
 	Artifacts []*TaskArtifact `json:",omitempty"`
 	// DispatchPayload writes a dispatched job's payload beneath local/.
 	DispatchPayload *DispatchPayloadConfig `json:",omitempty"`
+	// MaxRunDuration bounds this task as TaskGroup.MaxRunDuration does the
+	// group's (integer nanoseconds; batch jobs only); with both set, the
+	// shorter applies.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // TaskArtifact is Nomad's artifact block: GetterSource is

@@ -130,6 +130,7 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 		Requires:     cloneStrings(tg.Requires),
 		Availability: tg.Availability,
 	}
+	out.MaxRunDuration = tg.MaxRunDuration
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
 			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
@@ -165,6 +166,7 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 		Requires:     cloneStrings(tg.Requires),
 		Availability: tg.Availability,
 	}
+	out.MaxRunDuration = tg.MaxRunDuration
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &api.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
 			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
@@ -207,6 +209,7 @@ func taskToStructs(t *api.Task) *structs.Task {
 	if dp := t.DispatchPayload; dp != nil {
 		out.DispatchPayload = &structs.DispatchPayloadConfig{File: dp.File}
 	}
+	out.MaxRunDuration = t.MaxRunDuration
 	return out
 }
 
@@ -231,6 +234,7 @@ func taskFromStructs(t *structs.Task) *api.Task {
 	if dp := t.DispatchPayload; dp != nil {
 		out.DispatchPayload = &api.DispatchPayloadConfig{File: dp.File}
 	}
+	out.MaxRunDuration = t.MaxRunDuration
 	return out
 }
 

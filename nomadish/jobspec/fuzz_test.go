@@ -40,6 +40,7 @@ func FuzzParse(f *testing.F) {
 		`job "a" { meta = { a = null } }`,
 		`variable "v" { type = list(number) }` + "\n" + `job "a" {}`,
 		`job "a" { group "g" { reschedule { delay = "5s" delay_function = "exponential" max_delay = "1h" } } }`,
+		`job "a" { type = "batch" group "g" { max_run_duration = "3s" task "t" { max_run_duration = "-1ns" } } }`,
 	} {
 		f.Add([]byte(s))
 	}
