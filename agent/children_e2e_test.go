@@ -235,15 +235,17 @@ func TestClusterPeriodicAcrossLeaderKill(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	waitFor := func(p func() *proc, job string, want ...string) {
+	// waitFor waits until job's children are want, for 45 s past the
+	// cron time of the newest one (due).
+	waitFor := func(p func() *proc, due time.Time, job string, want ...string) {
 		t.Helper()
-		waittest.For(t, 45*time.Second, fmt.Sprintf("%s children %v", job, want), func() (bool, string) {
+		waittest.For(t, time.Until(due)+45*time.Second, fmt.Sprintf("%s children %v", job, want), func() (bool, string) {
 			got := children(p(), job)
 			return slices.Equal(got, want), fmt.Sprint(got)
 		})
 	}
-	waitFor(live, "tick", id("tick", minute1))
-	waitFor(live, "long", id("long", minute1))
+	waitFor(live, minute1, "tick", id("tick", minute1))
+	waitFor(live, minute1, "long", id("long", minute1))
 
 	// Kill the leader a second before minute 2.
 	time.Sleep(time.Until(minute2.Add(-time.Second)))
@@ -258,7 +260,7 @@ func TestClusterPeriodicAcrossLeaderKill(t *testing.T) {
 		}
 		return live()
 	}
-	waitFor(leader, "tick", id("tick", minute1), id("tick", minute2))
+	waitFor(leader, minute2, "tick", id("tick", minute1), id("tick", minute2))
 	newLeader := c.leader()
 	if newLeader == nil || newLeader == old {
 		t.Fatalf("leader after the kill: %v", newLeader)
@@ -272,7 +274,7 @@ func TestClusterPeriodicAcrossLeaderKill(t *testing.T) {
 	old.start()
 	c.waitStable(60 * time.Second)
 	for _, p := range c.servers {
-		waitFor(func() *proc { return p }, "tick", id("tick", minute1), id("tick", minute2))
+		waitFor(func() *proc { return p }, minute2, "tick", id("tick", minute1), id("tick", minute2))
 		if got := children(p, "long"); !slices.Equal(got, []string{id("long", minute1)}) {
 			t.Fatalf("%s: long children %v", p.name, got)
 		}
