@@ -29,7 +29,9 @@ const (
 )
 
 // indexedTables lists the tables whose Raft index is tracked in TableIndex.
-var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts}
+var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts,
+	// Periodic jobs.
+	TablePeriodicLaunch}
 
 // IndexEntry is a row of the index table: the Raft index at which the table
 // named Key last changed.
@@ -50,6 +52,8 @@ var schemaFns = []func() *memdb.TableSchema{
 	aclTokensTableSchema,
 	aclBootstrapTableSchema,
 	artifactsTableSchema,
+	// Periodic jobs.
+	periodicLaunchTableSchema,
 }
 
 // dbSchema returns the full memdb schema. It returns an error when a table's

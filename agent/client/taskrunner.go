@@ -499,6 +499,7 @@ func (tr *taskRunner) env() map[string]string {
 		env["NVIDIA_VISIBLE_DEVICES"] = strings.Join(ids, ",")
 	}
 	schedulingEnv(env, a, tr.resources())
+	metaEnv(env, a, tr.task, tr.task.Env)
 	return env
 }
 

@@ -55,6 +55,11 @@ var leaderRoutes = map[string]bool{
 	// leader's state so a digest collected a moment ago is not skipped.
 	"PUT /v1/artifact/sha256/{hex}": true,
 	"POST /v1/artifacts/missing":    true,
+	// Periodic and parameterized jobs.
+	"PUT /v1/job/{id}/dispatch":        true,
+	"POST /v1/job/{id}/dispatch":       true,
+	"PUT /v1/job/{id}/periodic/force":  true,
+	"POST /v1/job/{id}/periodic/force": true,
 }
 
 // consistentRoutes are reads the leader answers (a follower forwards them)

@@ -40,6 +40,8 @@ const (
 	SnapshotRecordACLToken     SnapshotRecordType = 7 // a *structs.ACLToken
 	SnapshotRecordACLBootstrap SnapshotRecordType = 8 // a *structs.ACLBootstrap
 	SnapshotRecordArtifact     SnapshotRecordType = 9 // a *structs.Artifact (metadata only)
+	// Periodic jobs.
+	SnapshotRecordPeriodicLaunch SnapshotRecordType = 10 // a *structs.PeriodicLaunch
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
 	SnapshotRecordEnd SnapshotRecordType = 255
 )
@@ -114,7 +116,7 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 // writeState writes every table of snap as records.
 func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals,
-		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap, state.TableArtifacts} {
+		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap, state.TableArtifacts, state.TablePeriodicLaunch} {
 		idx, err := snap.Index(table)
 		if err != nil {
 			return err
@@ -171,6 +173,15 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	}
 	for _, a := range arts {
 		if err := sw.record(SnapshotRecordArtifact, a); err != nil {
+			return err
+		}
+	}
+	launches, err := snap.PeriodicLaunches(nil)
+	if err != nil {
+		return err
+	}
+	for _, l := range launches {
+		if err := sw.record(SnapshotRecordPeriodicLaunch, l); err != nil {
 			return err
 		}
 	}
@@ -372,6 +383,12 @@ func restoreRecord(restore *state.StateRestore, dec *codec.Decoder, t SnapshotRe
 			return err
 		}
 		return restore.ArtifactRestore(&a)
+	case SnapshotRecordPeriodicLaunch:
+		var l structs.PeriodicLaunch
+		if err := decodeRecord(dec, &l); err != nil {
+			return err
+		}
+		return restore.PeriodicLaunchRestore(&l)
 	case SnapshotRecordIndex:
 		var ie state.IndexEntry
 		if err := decodeRecord(dec, &ie); err != nil {
