@@ -218,9 +218,10 @@ func TestGroupHelp(t *testing.T) {
 			}
 		})
 	}
-	// The example from the bug report, exactly.
+	// The example from the bug report, exactly (the column follows the
+	// longest subcommand, "dispatch" and "periodic").
 	r := runCmd(t, api.DefaultAddress, "job", "-h")
-	if !strings.Contains(r.err, "\n    run       Run a new job or update an existing job\n") {
+	if !strings.Contains(r.err, "\n    run         Run a new job or update an existing job\n") {
 		t.Errorf("job -h:\n%s", r.err)
 	}
 }

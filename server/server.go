@@ -118,6 +118,9 @@ type Config struct {
 	// GC tunes the leader's garbage collector (core_gc.go); zero values
 	// take its defaults.
 	GC GCConfig
+	// PeriodicClock is the clock the leader's periodic launcher reads
+	// (periodic.go); nil is time.Now. Tests inject one.
+	PeriodicClock func() time.Time
 
 	// Cluster membership (see membership.go and doc.go).
 

@@ -31,7 +31,9 @@ const (
 // indexedTables lists the tables whose Raft index is tracked in TableIndex.
 var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts,
 	// Service registrations.
-	TableServiceRegistrations}
+	TableServiceRegistrations,
+	// Periodic jobs.
+	TablePeriodicLaunch}
 
 // IndexEntry is a row of the index table: the Raft index at which the table
 // named Key last changed.
@@ -54,6 +56,8 @@ var schemaFns = []func() *memdb.TableSchema{
 	artifactsTableSchema,
 	// Service registrations.
 	serviceRegistrationsTableSchema,
+	// Periodic jobs.
+	periodicLaunchTableSchema,
 }
 
 // dbSchema returns the full memdb schema. It returns an error when a table's

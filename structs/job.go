@@ -92,6 +92,32 @@ type Job struct {
 	// accept (see TaskGroup.Availability).
 	Availability string
 
+	// Periodic and parameterized jobs (structs/job_children.go).
+	//
+	// Periodic, when set on a job without ParentID, makes it a periodic
+	// parent: the leader launches children on its crons.
+	Periodic *PeriodicConfig `json:",omitempty"`
+	// ParameterizedJob makes the job a parameterized parent that `job
+	// dispatch` creates children of; a dispatched child keeps it.
+	ParameterizedJob *ParameterizedJobConfig `json:",omitempty"`
+	// MaxRunningChildren, above zero, caps the children of this parent
+	// that are not dead and not held; further children are registered held
+	// and released oldest first as running ones finish. 0 is no limit.
+	MaxRunningChildren int `json:",omitempty"`
+	// ParentID is the parent's ID on a child, set by the server.
+	ParentID string `json:",omitempty"`
+	// Dispatched is true on a child made by dispatch.
+	Dispatched bool `json:",omitempty"`
+	// Payload is a dispatched child's payload, at most MaxDispatchPayload
+	// bytes (base64 in JSON).
+	Payload []byte `json:",omitempty"`
+	// DispatchIdempotencyToken is the token the child was dispatched with.
+	DispatchIdempotencyToken string `json:",omitempty"`
+	// Held is true on a child registered while its parent had
+	// MaxRunningChildren children running: it has no evaluation and gets
+	// no allocation until the leader releases it.
+	Held bool `json:",omitempty"`
+
 	// Stop is true once the user stopped the job; its allocations are then
 	// told to stop.
 	Stop              bool
@@ -173,6 +199,9 @@ type Task struct {
 	Artifacts []*TaskArtifact `json:",omitempty"`
 	// Services are the task's service blocks (structs/service.go).
 	Services []*Service `json:",omitempty"`
+	// DispatchPayload writes a dispatched job's payload to a file beneath
+	// the task's local/ directory.
+	DispatchPayload *DispatchPayloadConfig `json:",omitempty"`
 	// MaxRunDuration bounds this task like TaskGroup.MaxRunDuration (batch
 	// jobs only; zero: none); with both set, the shorter applies.
 	MaxRunDuration time.Duration `json:",omitempty"`
@@ -270,6 +299,7 @@ func (j *Job) Canonicalize() {
 	if len(j.Datacenters) == 0 {
 		j.Datacenters = []string{"dc1"}
 	}
+	j.canonicalizeChildren()
 	for _, tg := range j.TaskGroups {
 		if tg == nil {
 			continue
@@ -312,7 +342,7 @@ func (j *Job) Canonicalize() {
 func (j *Job) Validate() error {
 	var p []string
 	add := func(format string, a ...any) { p = append(p, fmt.Sprintf(format, a...)) }
-	if !validName.MatchString(j.ID) {
+	if !validJobID(j.ID, j.ParentID) {
 		add("ID: must be 1-128 letters, digits, '.', '_' or '-' starting with a letter or digit, got %q", j.ID)
 	}
 	if j.Type != JobTypeBatch && j.Type != JobTypeService {
@@ -330,6 +360,7 @@ func (j *Job) Validate() error {
 		add("%s", e)
 	}
 	p = append(p, j.fieldProblems()...)
+	p = append(p, j.childrenProblems()...)
 	if len(j.TaskGroups) == 0 {
 		add("group: a job needs at least one task group")
 	}
@@ -589,6 +620,9 @@ func (j *Job) Copy() *Job {
 	n.Constraints = copyConstraints(j.Constraints)
 	n.Affinities = copyAffinities(j.Affinities)
 	n.Requires = slices.Clone(j.Requires)
+	n.Periodic = j.Periodic.copy()
+	n.ParameterizedJob = j.ParameterizedJob.copy()
+	n.Payload = slices.Clone(j.Payload)
 	if j.TaskGroups != nil {
 		n.TaskGroups = make([]*TaskGroup, len(j.TaskGroups))
 		for i, tg := range j.TaskGroups {
@@ -641,6 +675,10 @@ func (t *Task) Copy() *Task {
 	n.Resources = t.Resources.Copy()
 	n.Artifacts = copyTaskArtifacts(t.Artifacts)
 	n.Services = copyServices(t.Services)
+	if t.DispatchPayload != nil {
+		dp := *t.DispatchPayload
+		n.DispatchPayload = &dp
+	}
 	return &n
 }
 

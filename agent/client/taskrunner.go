@@ -509,6 +509,7 @@ func (tr *taskRunner) env() map[string]string {
 	}
 	schedulingEnv(env, a, tr.resources())
 	portEnv(env, a, tr.task.Driver)
+	metaEnv(env, a, tr.task, tr.task.Env)
 	return env
 }
 

@@ -134,6 +134,11 @@ var routeACL = map[string]routeRule{
 	"GET /v1/job/{id}/evaluations": nsRule(structs.NamespaceCapabilityReadJob, nsJob),
 	"PUT /v1/job/{id}/plan":        nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
 	"POST /v1/job/{id}/plan":       nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	// Periodic and parameterized jobs (Nomad's capabilities).
+	"PUT /v1/job/{id}/dispatch":        nsRule(structs.NamespaceCapabilityDispatchJob, nsJob),
+	"POST /v1/job/{id}/dispatch":       nsRule(structs.NamespaceCapabilityDispatchJob, nsJob),
+	"PUT /v1/job/{id}/periodic/force":  nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"POST /v1/job/{id}/periodic/force": nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
 
 	// Nomad API compatibility (issue 12, wire.go).
 	"GET /v1/job/{id}/summary":               nsRule(structs.NamespaceCapabilityReadJob, nsJob),

@@ -58,6 +58,11 @@ var leaderRoutes = map[string]bool{
 	// Services.
 	"DELETE /v1/service/{name}/{id}": true,
 	"POST /v1/node/{id}/services":    true,
+	// Periodic and parameterized jobs.
+	"PUT /v1/job/{id}/dispatch":        true,
+	"POST /v1/job/{id}/dispatch":       true,
+	"PUT /v1/job/{id}/periodic/force":  true,
+	"POST /v1/job/{id}/periodic/force": true,
 }
 
 // consistentRoutes are reads the leader answers (a follower forwards them)

@@ -17,6 +17,7 @@ var (
 	_ ACLServer          = (*server.Server)(nil)
 	_ ArtifactOpener     = (*server.Server)(nil)
 	_ ArtifactServer     = (*server.Server)(nil)
+	_ ChildrenServer     = (*server.Server)(nil)
 	_ ClusterServer      = (*server.Server)(nil)
 	_ EvalLister         = (*server.Server)(nil) // Nomad API compatibility (issue 12)
 	_ GCServer           = (*server.Server)(nil)

@@ -21,15 +21,15 @@ func TestJobRegisterStrictFields(t *testing.T) {
 		code      int
 		want      string
 	}{
-		{"periodic", `{` + sprintf(base, "", "") + `,"Periodic":{"Enabled":true,"Spec":"*/5 * * * *","SpecType":"cron"}}`, 400,
-			"Job.Periodic: not supported by GPUlayer: periodic jobs"},
-		{"parameterized", `{` + sprintf(base, "", "") + `,"ParameterizedJob":{"Payload":"optional"}}`, 400, "Job.ParameterizedJob: not supported"},
 		// Ports and services are supported; a service setting GPUlayer
 		// lacks is a warning, a task resources network a refusal.
 		{"group network and task service", `{` + sprintf(base, `,"Services":[{"Name":"web","AddressMode":"auto"}]`,
 			`,"Networks":[{"DynamicPorts":[{"Label":"http"}]}]`) + `}`, 200, "Job.TaskGroups[0].Tasks[0].Services[0].AddressMode: unknown field, ignored"},
 		{"task resources network", `{` + sprintf(base, `,"Resources":{"CPU":100,"Networks":[{"MBits":10}]}`, "") + `}`, 400,
 			"Job.TaskGroups[0].Tasks[0].Resources.Networks: not supported"},
+		{"spreads", `{` + sprintf(base, "", "") + `,"Spreads":[{"Attribute":"${node.datacenter}","Weight":50}]}`, 400,
+			"Job.Spreads: not supported by GPUlayer: spread blocks"},
+		{"task lifecycle", `{` + sprintf(base, `,"Lifecycle":{"Hook":"prestart"}`, "") + `}`, 400, "Job.TaskGroups[0].Tasks[0].Lifecycle: not supported"},
 		{"other region", `{` + sprintf(base, "", "") + `,"Region":"eu"}`, 400, `Job.Region \"eu\": not supported`},
 		{"made-up field", `{` + sprintf(base, "", "") + `,"Frobnicate":true}`, 200, "Job.Frobnicate: unknown field, ignored"},
 		{"zero Nomad blocks", `{` + sprintf(base, `,"Services":null,"Leader":false`, `,"Networks":null,"Update":null`) +
@@ -67,9 +67,9 @@ func TestJobRegisterStrictFields(t *testing.T) {
 	}
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	resp, body := doReq(t, "PUT", ts.URL+"/v1/job/s/plan", `{"Job":{`+sprintf(base, "", "")+`,"Periodic":{"Spec":"@daily"}}}`)
-	if resp.StatusCode != 400 || !strings.Contains(body, "Job.Periodic") {
-		t.Errorf("plan of a periodic job: %d %s", resp.StatusCode, body)
+	resp, body := doReq(t, "PUT", ts.URL+"/v1/job/s/plan", `{"Job":{`+sprintf(base, "", "")+`,"Spreads":[{"Attribute":"x"}]}}`)
+	if resp.StatusCode != 400 || !strings.Contains(body, "Job.Spreads") {
+		t.Errorf("plan of a job with spreads: %d %s", resp.StatusCode, body)
 	}
 }
 

@@ -68,6 +68,25 @@ type Job struct {
 	// default: "continuous" (the default) or "opportunistic".
 	Availability string `json:",omitempty"`
 
+	// Periodic makes the job a periodic parent; ParameterizedJob a
+	// parameterized one (nomadish/api/jobs_children.go). Neither gets
+	// allocations itself; their children do.
+	Periodic         *PeriodicConfig         `json:",omitempty"`
+	ParameterizedJob *ParameterizedJobConfig `json:",omitempty"`
+	// MaxRunningChildren, above zero, caps the children of a periodic or
+	// parameterized job that are running at once (not dead, not held);
+	// further children wait in order of creation. 0 is no limit.
+	MaxRunningChildren int `json:",omitempty"`
+	// ParentID, Dispatched, Payload (base64 in JSON) and
+	// DispatchIdempotencyToken are set by the server on a child.
+	ParentID                 string `json:",omitempty"`
+	Dispatched               bool   `json:",omitempty"`
+	Payload                  []byte `json:",omitempty"`
+	DispatchIdempotencyToken string `json:",omitempty"`
+	// Held is true on a child waiting for a running sibling to finish
+	// (max_running_children), set by the server.
+	Held bool `json:",omitempty"`
+
 	// Status is the job's lifecycle status ("pending", "running", "dead"),
 	// set by the server.
 	Status string
@@ -168,6 +187,8 @@ type Task struct {
 	Artifacts []*TaskArtifact `json:",omitempty"`
 	// Services are the task's service blocks.
 	Services []*Service `json:",omitempty"`
+	// DispatchPayload writes a dispatched job's payload beneath local/.
+	DispatchPayload *DispatchPayloadConfig `json:",omitempty"`
 	// MaxRunDuration bounds this task as TaskGroup.MaxRunDuration does the
 	// group's (integer nanoseconds; batch jobs only); with both set, the
 	// shorter applies.

@@ -23,8 +23,6 @@ func TestCheckFields(t *testing.T) {
 			"TaskGroups":[{"Name":"g","Networks":null,"Services":[],"MaxRunDuration":0,"EphemeralDisk":null,
 			"Tasks":[{"Name":"t","Services":null,"Leader":false,"Kind":"","Resources":{"CPU":100,"Networks":[],"Cores":0}}]}]},
 			"EnforceIndex":false}`, "", nil},
-		{"periodic", `{"Job":{"ID":"a","Periodic":{"Spec":"*/5 * * * *","Enabled":true}}}`, "Job.Periodic: not supported by GPUlayer: periodic jobs", nil},
-		{"parameterized", `{"Job":{"ID":"a","ParameterizedJob":{"Payload":"required"}}}`, "Job.ParameterizedJob: not supported", nil},
 		// Ports and services are wire fields; Nomad's service settings
 		// GPUlayer lacks warn, a task resources network is refused.
 		{"group network", `{"Job":{"TaskGroups":[{"Name":"g","Networks":[{"DynamicPorts":[{"Label":"http"}]}]}]}}`, "", nil},
@@ -32,8 +30,10 @@ func TestCheckFields(t *testing.T) {
 			[]string{"Job.TaskGroups[0].Tasks[0].Services[0].AddressMode: unknown field, ignored"}},
 		{"task resources network", `{"Job":{"TaskGroups":[{"Tasks":[{"Name":"t","Resources":{"Networks":[{"MBits":10}]}}]}]}}`,
 			"Job.TaskGroups[0].Tasks[0].Resources.Networks: not supported", nil},
+		{"spreads", `{"Job":{"ID":"a","Spreads":[{"Attribute":"${node.datacenter}","Weight":50}]}}`, "Job.Spreads: not supported by GPUlayer: spread blocks", nil},
+		{"task lifecycle", `{"Job":{"ID":"a","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Lifecycle":{"Hook":"prestart"}}]}]}}`, "Job.TaskGroups[0].Tasks[0].Lifecycle: not supported", nil},
 		{"update", `{"Job":{"Update":{"MaxParallel":1}}}`, "Job.Update: not supported", nil},
-		{"case-insensitive key", `{"job":{"periodic":{"spec":"@daily"}}}`, "Job.periodic: not supported", nil},
+		{"case-insensitive key", `{"job":{"spreads":[{"attribute":"x"}]}}`, "Job.spreads: not supported", nil},
 		{"enforce index", `{"Job":{"ID":"a"},"EnforceIndex":true}`, "EnforceIndex: not supported", nil},
 		{"unknown field warns", `{"Job":{"ID":"a","Frobnicate":3,"TaskGroups":[{"Name":"g","Wat":{"x":1}}]}}`, "",
 			[]string{"Job.Frobnicate: unknown field, ignored", "Job.TaskGroups[0].Wat: unknown field, ignored"}},

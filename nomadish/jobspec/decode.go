@@ -42,10 +42,14 @@ var (
 		Attributes: []hcl.AttributeSchema{
 			{Name: "type"}, {Name: "priority"}, {Name: "datacenters"}, {Name: "namespace"}, {Name: "meta"},
 			{Name: "requires"}, {Name: "availability"},
+			// Periodic and parameterized jobs (children.go).
+			{Name: "max_running_children"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"},
 			{Type: "group", LabelNames: []string{"name"}},
+			// Periodic and parameterized jobs (children.go).
+			{Type: "periodic"}, {Type: "parameterized"},
 		},
 	}
 	groupSchema = &hcl.BodySchema{
@@ -76,6 +80,7 @@ var (
 			{Type: "config"}, {Type: "env"}, {Type: "meta"}, {Type: "resources"},
 			{Type: "constraint"}, {Type: "affinity"}, {Type: "artifact"},
 			{Type: "service"},
+			{Type: "dispatch_payload"},
 		},
 	}
 	resourcesSchema = &hcl.BodySchema{
@@ -119,6 +124,7 @@ func (d *decoder) job(block *hcl.Block) *api.Job {
 	job.Meta = d.stringMap("meta", c)
 	d.strList(c.Attributes["requires"], &job.Requires)
 	d.availability(c.Attributes["availability"], &job.Availability)
+	d.integer(c.Attributes["max_running_children"], &job.MaxRunningChildren)
 	for _, b := range c.Blocks {
 		switch b.Type {
 		case "constraint":
@@ -127,6 +133,18 @@ func (d *decoder) job(block *hcl.Block) *api.Job {
 			job.Affinities = append(job.Affinities, d.affinity(b))
 		case "group":
 			job.TaskGroups = append(job.TaskGroups, d.group(b))
+		case "periodic":
+			if job.Periodic != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			job.Periodic = d.periodic(b)
+		case "parameterized":
+			if job.ParameterizedJob != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			job.ParameterizedJob = d.parameterized(b)
 		}
 	}
 	return job
@@ -224,6 +242,12 @@ func (d *decoder) task(block *hcl.Block) *api.Task {
 			t.Artifacts = append(t.Artifacts, d.artifact(b))
 		case "service":
 			t.Services = append(t.Services, d.service(b))
+		case "dispatch_payload":
+			if t.DispatchPayload != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			t.DispatchPayload = d.dispatchPayload(b)
 		}
 	}
 	return t

@@ -42,6 +42,8 @@ const (
 	SnapshotRecordArtifact     SnapshotRecordType = 9 // a *structs.Artifact (metadata only)
 	// Service registrations.
 	SnapshotRecordServiceRegistration SnapshotRecordType = 28 // a *structs.ServiceRegistration (numbered as its Raft type, so parallel features do not collide)
+	// Periodic jobs.
+	SnapshotRecordPeriodicLaunch SnapshotRecordType = 10 // a *structs.PeriodicLaunch
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
 	SnapshotRecordEnd SnapshotRecordType = 255
 )
@@ -117,7 +119,7 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals,
 		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap, state.TableArtifacts,
-		state.TableServiceRegistrations} {
+		state.TableServiceRegistrations, state.TablePeriodicLaunch} {
 		idx, err := snap.Index(table)
 		if err != nil {
 			return err
@@ -183,6 +185,15 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	}
 	for _, reg := range regs {
 		if err := sw.record(SnapshotRecordServiceRegistration, reg); err != nil {
+			return err
+		}
+	}
+	launches, err := snap.PeriodicLaunches(nil)
+	if err != nil {
+		return err
+	}
+	for _, l := range launches {
+		if err := sw.record(SnapshotRecordPeriodicLaunch, l); err != nil {
 			return err
 		}
 	}
@@ -390,6 +401,12 @@ func restoreRecord(restore *state.StateRestore, dec *codec.Decoder, t SnapshotRe
 			return err
 		}
 		return restore.ServiceRegistrationRestore(&reg)
+	case SnapshotRecordPeriodicLaunch:
+		var l structs.PeriodicLaunch
+		if err := decodeRecord(dec, &l); err != nil {
+			return err
+		}
+		return restore.PeriodicLaunchRestore(&l)
 	case SnapshotRecordIndex:
 		var ie state.IndexEntry
 		if err := decodeRecord(dec, &ie); err != nil {

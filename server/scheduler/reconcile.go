@@ -84,7 +84,7 @@ func reconcile(job *structs.Job, allocs []*structs.Allocation, now int64) reconc
 		}
 		return sorted[i].ID < sorted[j].ID
 	})
-	if job == nil || job.Stop {
+	if job == nil || job.PlacesNothing() {
 		for _, a := range sorted {
 			if a != nil && !a.TerminalStatus() {
 				res.stops = append(res.stops, stopRequest{a, descJobStopped})
