@@ -223,6 +223,9 @@ type Server struct {
 	blobGC    chan []string
 	// artifactSync wakes artifactSyncLoop (artifact_sync.go).
 	artifactSync chan struct{}
+	// allocUpdates merges concurrent client status updates into one Raft
+	// entry (alloc_update_batch.go).
+	allocUpdates allocUpdateBatch
 	// gcMu runs garbage collections one at a time (core_gc.go).
 	gcMu sync.Mutex
 	// acls caches resolved ACL tokens (acl.go).
