@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpulayer/gpulayer/agent/driver"
 	"github.com/gpulayer/gpulayer/agent/driver/native/cgroups"
+	"github.com/gpulayer/gpulayer/agent/driver/native/shim"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -31,7 +32,7 @@ const Version = "0.1.0"
 
 // ioWaitDelay bounds how long a finished task's output is still copied when
 // a process it left behind holds its stdout or stderr open.
-const ioWaitDelay = 2 * time.Second
+const ioWaitDelay = shim.IOWaitDelay
 
 // recoverPollInterval is how often a recovered (not our child) process is
 // checked for exit.
@@ -328,10 +329,10 @@ func (d *Driver) withOOM(t *task, r *driver.ExitResult) *driver.ExitResult {
 	return r
 }
 
-// startWithShim runs the task under a shim process (see ShimEnv) that
+// startWithShim runs the task under a shim process (package shim) that
 // writes its rotated logs under cfg.LogDir and records its exit status.
 func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path string, env []string, cred *syscall.Credential, cg *cgroups.Cgroup) (*task, error) {
-	spec := &shimSpec{
+	spec := &shim.Spec{
 		Path:       path,
 		Args:       append([]string{tc.Command}, tc.Args...),
 		Dir:        cfg.TaskDir,
