@@ -301,6 +301,9 @@ func (c *Config) Merge(o *Config) {
 		if s.NumSchedulers != 0 {
 			c.Server.NumSchedulers = s.NumSchedulers
 		}
+		if s.RaftMultiplier != 0 {
+			c.Server.RaftMultiplier = s.RaftMultiplier
+		}
 		if len(s.RetryJoin) > 0 {
 			c.Server.RetryJoin = append([]string(nil), s.RetryJoin...)
 		}
