@@ -23,7 +23,7 @@ import (
 // start as the client recorded it (TaskState.StartedAt). It reports the
 // median of 20 submissions per benchmark iteration as "ms/median".
 func BenchmarkPutToRunning(b *testing.B) {
-	dir := b.TempDir()
+	dir := taskUserDir(b) // its native task runs as nobody when the benchmark is root
 	cfg := agent.DevConfig()
 	cfg.DataDir = dir
 	cfg.Ports.HTTP = freePort(b)
