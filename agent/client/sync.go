@@ -72,9 +72,7 @@ func (s *allocSyncer) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		// Full jitter over [backoff/2, backoff): clients refused by the
-		// same election do not come back in step.
-		wait := backoff/2 + rand.N(backoff/2+1)
+		wait := jittered(backoff)
 		s.logger.Warn("update allocations failed; will retry", "error", err, "retry_in", wait)
 		t := time.NewTimer(wait)
 		select {
@@ -126,6 +124,12 @@ func (s *allocSyncer) flush(ctx context.Context) error {
 		s.requeue(a)
 	}
 	return err
+}
+
+// jittered returns a wait in [d/2, d]: clients refused by the same
+// election do not come back in step.
+func jittered(d time.Duration) time.Duration {
+	return d/2 + rand.N(d/2+1)
 }
 
 func (s *allocSyncer) requeue(a *structs.Allocation) {
