@@ -49,6 +49,14 @@ type Driver struct {
 
 	mu    sync.Mutex
 	tasks map[string]*task
+
+	// shimMu guards idle, a task shim started ahead of its task
+	// (shim_idle.go), refilling (one being started) and closed (Close:
+	// keep none).
+	shimMu    sync.Mutex
+	idle      *idleShim
+	refilling bool
+	closed    bool
 }
 
 type task struct {
@@ -355,7 +363,11 @@ func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path stri
 	if cg != nil {
 		spec.Cgroup = cg.Placement()
 	}
-	shim, pid, err := startShim(cfg, spec)
+	sh, err := d.takeShim()
+	if err != nil {
+		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
+	}
+	shim, pid, err := startShim(cfg, spec, sh)
 	if err != nil {
 		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
 	}

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
@@ -64,64 +62,40 @@ func readExitFile(allocDir, path string) (*driver.ExitResult, time.Time, error) 
 	return r, time.Unix(0, ex.At), nil
 }
 
-// startShim starts the shim for spec and returns its command and the
-// task's pid once the shim reported it. A task that could not start
-// returns the shim's error message.
-func startShim(cfg *driver.TaskConfig, spec *shim.Spec) (*exec.Cmd, int, error) {
+// startShim starts the task of spec under sh, a shim started and waiting
+// for its spec (takeShim), and returns the shim's command and the task's
+// pid once the shim reported it. A task that could not start returns the
+// shim's error message. sh is used up either way.
+func startShim(cfg *driver.TaskConfig, spec *shim.Spec, sh *idleShim) (*exec.Cmd, int, error) {
 	exitPath := shimExitPath(cfg)
 	spec.ExitFile = exitPath
 	spec.AllocDir = cfg.AllocDir()
 	root, err := shim.OpenLogRoot(spec.AllocDir, cfg.LogDir)
 	if err != nil {
+		sh.discard()
 		return nil, 0, fmt.Errorf("open the task's log directory: %w", err)
 	}
 	err = root.Remove(filepath.Base(exitPath))
 	root.Close()
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		sh.discard()
 		return nil, 0, fmt.Errorf("remove old exit file: %w", err)
 	}
 	specJSON, err := json.Marshal(spec)
 	if err != nil {
+		sh.discard()
 		return nil, 0, fmt.Errorf("encode shim spec: %w", err)
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, 0, fmt.Errorf("find own executable for the task shim: %w", err)
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, 0, fmt.Errorf("shim status pipe: %w", err)
-	}
-	defer r.Close()
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		w.Close()
-		return nil, 0, fmt.Errorf("shim spec pipe: %w", err)
-	}
-	cmd := exec.Command(exe)
-	cmd.Env = []string{shim.Env + "=1"}
-	// Not the log directory: a path there could lead anywhere.
-	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{w, specR} // shim.StatusFD, shim.SpecFD
-	// A session of its own: the agent's death, or a signal to the agent's
-	// process group, does not reach the shim or the task.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		w.Close()
-		specR.Close()
-		specW.Close()
-		return nil, 0, fmt.Errorf("start task shim: %w", err)
-	}
-	w.Close()
-	specR.Close()
+	defer sh.status.Close()
 	// The shim reads the whole spec before it writes its status line, and
 	// a pipe holds 64 KiB: write from a goroutine so a larger spec cannot
 	// block the start.
 	go func() {
-		_, _ = specW.Write(specJSON)
-		specW.Close()
+		_, _ = sh.spec.Write(specJSON)
+		sh.spec.Close()
 	}()
-	line, rerr := bufio.NewReader(r).ReadString('\n')
+	cmd := sh.cmd
+	line, rerr := bufio.NewReader(sh.status).ReadString('\n')
 	line = strings.TrimSpace(line)
 	if msg, ok := strings.CutPrefix(line, "error "); ok {
 		_ = cmd.Wait()
