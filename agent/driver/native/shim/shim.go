@@ -11,11 +11,14 @@
 // standard library and the driver's small leaf packages (logging, allocdir,
 // cgroups), because Go initialises a package as soon as its imports are
 // initialised, in import-path order: with no heavy imports this init runs
-// after about 110 small packages instead of after the binary's 186
-// (structs, msgpack, Prometheus, HCL, the Docker client...), which halves
-// the shim's start (about 5.5 ms to under 3 ms on a 2-core host; see
-// BenchmarkTaskStart). Keep it that way: importing structs, hclog or
-// anything heavy here slows every native task start.
+// after about 120 small packages instead of after the binary's 186
+// (structs, msgpack, Prometheus, HCL, the Docker client...): a shim's exec
+// to its first instruction went from 6.8 ms to 3.8 ms on a loaded 2-core
+// host. The driver also keeps one shim started ahead of its task
+// (native's shim_idle.go), so that cost is usually off a task's start
+// altogether; it is still paid by the first task, by tasks starting at
+// once, and by the idle shim's CPU. Keep this package light: importing
+// structs or anything heavy here slows every shim.
 package shim
 
 import (
