@@ -27,10 +27,16 @@ import (
 // (BenchmarkClusterLeaderStability: 0 elections); at 300 ms it saw one
 // election and 10 failed writes in a minute. Where leaders change without
 // a failure, raise server { raft_multiplier }.
+//
+// The lease is as long as the heartbeat timeout (the most Raft allows):
+// it decides only how soon a leader cut off from its peers steps down,
+// not how soon a dead one is replaced, and at 200 ms in-process test
+// clusters lost leadership mid-write when a loaded make test starved the
+// heartbeat goroutine ("leadership lost while committing log").
 const (
 	lanHeartbeatTimeout   = 400 * time.Millisecond
 	lanElectionTimeout    = 400 * time.Millisecond
-	lanLeaderLeaseTimeout = 200 * time.Millisecond
+	lanLeaderLeaseTimeout = 400 * time.Millisecond
 )
 
 // MaxRaftMultiplier is the largest RaftMultiplier (Nomad's limit too): 4 s
