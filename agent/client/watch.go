@@ -13,11 +13,17 @@ import (
 // allocWatchWait is the blocking query wait of the alloc watch.
 const allocWatchWait = 30 * time.Second
 
+// watchRetry is the first wait before the alloc watch asks again after a
+// failed query (every server down, or none leading during an election);
+// it doubles up to maxSyncRetry, so a client sees the allocations of a
+// new leader within a fraction of a second of its election.
+const watchRetry = 50 * time.Millisecond
+
 // watchAllocs runs a blocking query on the node's allocations and applies
 // each new result until the client shuts down.
 func (c *Client) watchAllocs() {
 	var index uint64
-	backoff := 250 * time.Millisecond
+	backoff := watchRetry
 	for {
 		if c.ctx.Err() != nil {
 			return
@@ -27,18 +33,19 @@ func (c *Client) watchAllocs() {
 			if c.ctx.Err() != nil || errors.Is(err, context.Canceled) {
 				return
 			}
-			c.logger.Warn("watch allocations failed; retrying", "error", err, "retry_in", backoff)
-			t := time.NewTimer(backoff)
+			wait := jittered(backoff)
+			c.logger.Warn("watch allocations failed; retrying", "error", err, "retry_in", wait)
+			t := time.NewTimer(wait)
 			select {
 			case <-c.ctx.Done():
 				t.Stop()
 				return
 			case <-t.C:
 			}
-			backoff = min(backoff*2, 10*time.Second)
+			backoff = min(backoff*2, maxSyncRetry)
 			continue
 		}
-		backoff = 250 * time.Millisecond
+		backoff = watchRetry
 		if meta.Index < index {
 			// The servers' index went back (a restored cluster): start over.
 			c.logger.Warn("allocation index went backwards; resetting", "from", index, "to", meta.Index)
