@@ -19,9 +19,19 @@ import (
 // followed by the msgpack of its object. The last record is
 // SnapshotRecordEnd, whose object is a snapshotTrailer counting the records
 // before it, so a snapshot cut short is refused rather than half-restored.
+//
+// Format 2 writes each allocation as SnapshotRecordAllocRef, its job
+// version once in a SnapshotRecordAllocJob record before the first
+// allocation naming it, instead of one whole job inside every allocation
+// (format 1, SnapshotRecordAlloc): 200,000 allocations of 2,000 jobs took
+// 26 s and 346 MiB to persist in format 1. Restore reads formats 1 and 2;
+// a server that reads only format 1 refuses a format 2 snapshot (version
+// mismatch) rather than skipping its allocations.
 const (
 	SnapshotMagic         = "GPULSNAP"
-	SnapshotFormatVersion = uint8(1)
+	SnapshotFormatVersion = uint8(2)
+	// snapshotFormatOldest is the oldest format Restore still reads.
+	snapshotFormatOldest = uint8(1)
 )
 
 // SnapshotRecordType is the first byte of each snapshot record. Values are
@@ -40,6 +50,9 @@ const (
 	SnapshotRecordACLToken     SnapshotRecordType = 7 // a *structs.ACLToken
 	SnapshotRecordACLBootstrap SnapshotRecordType = 8 // a *structs.ACLBootstrap
 	SnapshotRecordArtifact     SnapshotRecordType = 9 // a *structs.Artifact (metadata only)
+	// Allocations without their job (format 2).
+	SnapshotRecordAllocJob SnapshotRecordType = 10 // a snapshotAllocJob: a job version allocations name
+	SnapshotRecordAllocRef SnapshotRecordType = 11 // a snapshotAllocRef: an allocation and its job's Ref
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
 	SnapshotRecordEnd SnapshotRecordType = 255
 )
@@ -55,6 +68,30 @@ var (
 type snapshotTrailer struct {
 	// Records counts the records written before the end record.
 	Records uint64
+}
+
+// snapshotAllocJob is the object of SnapshotRecordAllocJob: the job
+// version (Allocation.Job) of the allocations whose snapshotAllocRef names
+// Ref. Refs count from 1 in the order the records are written.
+type snapshotAllocJob struct {
+	Ref uint64
+	Job *structs.Job
+}
+
+// snapshotAllocRef is the object of SnapshotRecordAllocRef: an allocation
+// written without its Job, and JobRef, the Ref of the SnapshotRecordAllocJob
+// record written before it that holds that job (0: the allocation has no
+// job).
+type snapshotAllocRef struct {
+	JobRef uint64
+	Alloc  *structs.Allocation
+}
+
+// allocJobKey identifies a job version by content: a stored job is
+// replaced, never changed, and every write gives it a new ModifyIndex.
+type allocJobKey struct {
+	namespace, id                     string
+	modifyIndex, jobModifyIndex, vers uint64
 }
 
 // fsmSnapshot is a point-in-time state snapshot waiting to be persisted.
@@ -148,10 +185,8 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	if err != nil {
 		return err
 	}
-	for _, a := range allocs {
-		if err := sw.record(SnapshotRecordAlloc, a); err != nil {
-			return err
-		}
+	if err := writeAllocs(sw, allocs); err != nil {
+		return err
 	}
 	evals, err := snap.Evals(nil)
 	if err != nil {
@@ -171,6 +206,33 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	}
 	for _, a := range arts {
 		if err := sw.record(SnapshotRecordArtifact, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAllocs writes allocs as SnapshotRecordAllocRef records, each distinct
+// job version once, as a SnapshotRecordAllocJob before the first
+// allocation that names it. The refs follow the allocations' order and
+// the jobs' content, so equal states give identical bytes.
+func writeAllocs(sw *snapshotWriter, allocs []*structs.Allocation) error {
+	refs := map[allocJobKey]uint64{}
+	for _, a := range allocs {
+		var ref uint64
+		if j := a.Job; j != nil {
+			key := allocJobKey{j.Namespace, j.ID, j.ModifyIndex, j.JobModifyIndex, j.Version}
+			if ref = refs[key]; ref == 0 {
+				ref = uint64(len(refs) + 1)
+				refs[key] = ref
+				if err := sw.record(SnapshotRecordAllocJob, &snapshotAllocJob{Ref: ref, Job: j}); err != nil {
+					return err
+				}
+			}
+		}
+		slim := *a
+		slim.Job = nil
+		if err := sw.record(SnapshotRecordAllocRef, &snapshotAllocRef{JobRef: ref, Alloc: &slim}); err != nil {
 			return err
 		}
 	}
@@ -218,16 +280,23 @@ var snapshotHandle = func() *codec.MsgpackHandle {
 	return h
 }()
 
-// snapshotWriter writes records and counts them.
+// snapshotWriter writes records and counts them. One encoder serves every
+// record (a new encoder per record cost more than the encoding).
 type snapshotWriter struct {
 	w   *bufio.Writer
 	buf bytes.Buffer
+	enc *codec.Encoder
 	n   uint64
 }
 
 func (sw *snapshotWriter) record(t SnapshotRecordType, obj interface{}) error {
 	sw.buf.Reset()
-	if err := codec.NewEncoder(&sw.buf, snapshotHandle).Encode(obj); err != nil {
+	if sw.enc == nil {
+		sw.enc = codec.NewEncoder(&sw.buf, snapshotHandle)
+	} else {
+		sw.enc.Reset(&sw.buf)
+	}
+	if err := sw.enc.Encode(obj); err != nil {
 		return fmt.Errorf("fsm: snapshot: encode record %d: %w", t, err)
 	}
 	if err := sw.w.WriteByte(byte(t)); err != nil {
@@ -280,8 +349,8 @@ func readSnapshot(br *bufio.Reader, logger hclog.Logger) (*state.StateStore, err
 	if string(header[:len(SnapshotMagic)]) != SnapshotMagic {
 		return nil, fmt.Errorf("%w: magic %q, want %q", ErrSnapshotFormat, header[:len(SnapshotMagic)], SnapshotMagic)
 	}
-	if v := header[len(SnapshotMagic)]; v != SnapshotFormatVersion {
-		return nil, fmt.Errorf("%w: format version %d, this server reads %d", ErrSnapshotFormat, v, SnapshotFormatVersion)
+	if v := header[len(SnapshotMagic)]; v < snapshotFormatOldest || v > SnapshotFormatVersion {
+		return nil, fmt.Errorf("%w: format version %d, this server reads %d to %d", ErrSnapshotFormat, v, snapshotFormatOldest, SnapshotFormatVersion)
 	}
 	s, err := state.NewStateStore()
 	if err != nil {
@@ -293,6 +362,7 @@ func readSnapshot(br *bufio.Reader, logger hclog.Logger) (*state.StateStore, err
 	}
 	defer restore.Abort()
 	dec := codec.NewDecoder(br, structs.MsgpackHandle)
+	rs := &restoreState{restore: restore, dec: dec, logger: logger, jobs: map[uint64]*structs.Job{}}
 	var records uint64
 	for {
 		b, err := br.ReadByte()
@@ -310,7 +380,7 @@ func readSnapshot(br *bufio.Reader, logger hclog.Logger) (*state.StateStore, err
 			}
 			break
 		}
-		if err := restoreRecord(restore, dec, t, logger); err != nil {
+		if err := rs.record(t); err != nil {
 			return nil, fmt.Errorf("fsm: restore record %d (type %d): %w", records, t, err)
 		}
 		records++
@@ -321,9 +391,48 @@ func readSnapshot(br *bufio.Reader, logger hclog.Logger) (*state.StateStore, err
 	return s, nil
 }
 
-// restoreRecord decodes one record's object of type t and restores it.
-func restoreRecord(restore *state.StateRestore, dec *codec.Decoder, t SnapshotRecordType, logger hclog.Logger) error {
+// restoreState is one restore in progress: the job versions read so far
+// by Ref, for the allocations that name them.
+type restoreState struct {
+	restore *state.StateRestore
+	dec     *codec.Decoder
+	logger  hclog.Logger
+	jobs    map[uint64]*structs.Job
+}
+
+// record decodes one record's object of type t and restores it.
+func (rs *restoreState) record(t SnapshotRecordType) error {
+	restore, dec, logger := rs.restore, rs.dec, rs.logger
 	switch t {
+	case SnapshotRecordAllocJob:
+		var aj snapshotAllocJob
+		if err := decodeRecord(dec, &aj); err != nil {
+			return err
+		}
+		if aj.Ref == 0 || aj.Job == nil || aj.Job.ID == "" {
+			return fmt.Errorf("%w: allocation job record: Ref must be non-zero and Job must have an ID", structs.ErrInvalid)
+		}
+		if _, dup := rs.jobs[aj.Ref]; dup {
+			return fmt.Errorf("%w: allocation job record: Ref %d written twice", structs.ErrInvalid, aj.Ref)
+		}
+		rs.jobs[aj.Ref] = aj.Job
+		return nil
+	case SnapshotRecordAllocRef:
+		var ar snapshotAllocRef
+		if err := decodeRecord(dec, &ar); err != nil {
+			return err
+		}
+		if ar.Alloc == nil {
+			return fmt.Errorf("%w: allocation record without Alloc", structs.ErrInvalid)
+		}
+		if ar.JobRef != 0 {
+			j := rs.jobs[ar.JobRef]
+			if j == nil {
+				return fmt.Errorf("%w: allocation %q: JobRef %d names no job record before it", structs.ErrInvalid, ar.Alloc.ID, ar.JobRef)
+			}
+			ar.Alloc.Job = j
+		}
+		return restore.AllocRestore(ar.Alloc)
 	case SnapshotRecordJob:
 		var j structs.Job
 		if err := decodeRecord(dec, &j); err != nil {

@@ -1,0 +1,105 @@
+package fsm
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpulayer/gpulayer/state/statetest"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// bigState fills tf with 10,000 nodes of 8 GPUs, 2,000 batch jobs of 100
+// one-GPU allocations each (200,000 allocations, placed 100 to a plan as
+// the plan applier commits them) and, when finished, marks every
+// allocation complete with a task state of three events, as clients
+// report them. It returns the number of allocations.
+func bigState(b *testing.B, tf *testFSM, finished bool) int {
+	b.Helper()
+	st := tf.State()
+	index := uint64(1)
+	nodes := make([]*structs.Node, 10000)
+	for i := range nodes {
+		nodes[i] = statetest.Node(8)
+		index++
+		if err := st.UpsertNode(index, nodes[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	total := 0
+	for j := 0; j < 2000; j++ {
+		job := statetest.BatchJob(1)
+		job.TaskGroups[0].Count = 100
+		job.TaskGroups[0].Tasks[0].Env = map[string]string{"EPOCHS": "10", "DATASET": "s3://bucket/imagenet"}
+		index++
+		if err := st.UpsertJob(index, job); err != nil {
+			b.Fatal(err)
+		}
+		stored, _ := st.JobByID(nil, job.ID)
+		req := &structs.ApplyPlanResultsRequest{Job: stored, UpdatedAt: int64(index)}
+		for k := 0; k < 100; k++ {
+			a := statetest.Alloc(stored, nodes[(j*100+k)%len(nodes)])
+			a.Name = structs.AllocName(job.ID, "web", k)
+			a.Job = nil
+			req.AllocsPlaced = append(req.AllocsPlaced, a)
+		}
+		index++
+		if err := st.UpsertPlanResults(index, req); err != nil {
+			b.Fatal(err)
+		}
+		total += len(req.AllocsPlaced)
+		if !finished {
+			continue
+		}
+		var done []*structs.Allocation
+		for _, a := range req.AllocsPlaced {
+			done = append(done, &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusComplete,
+				TaskStates: map[string]*structs.TaskState{"server": {State: "dead", StartedAt: 1, FinishedAt: 2, Events: []*structs.TaskEvent{
+					{Type: "Received", Time: 1}, {Type: "Started", Time: 2}, {Type: "Terminated", Time: 3, Details: map[string]string{"exit_code": "0"}}}}}})
+		}
+		index++
+		if err := st.UpdateAllocsFromClient(index, done, int64(index)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return total
+}
+
+// BenchmarkSnapshot200kAllocs persists and restores the FSM snapshot of a
+// state of 10,000 nodes, 2,000 jobs and 200,000 finished allocations (see
+// bigState). It reports the seconds to persist (snapshot-s), to restore
+// (restore-s) and the snapshot's size in MiB; the goal is under 5 s to
+// persist.
+func BenchmarkSnapshot200kAllocs(b *testing.B) {
+	tf := newTestFSM(b)
+	n := bigState(b, tf, true)
+	if n != 200000 {
+		b.Fatalf("%d allocations", n)
+	}
+	var persist, restore time.Duration
+	var size int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		raw := snapshotBytes(b, tf.FSM)
+		persist += time.Since(start)
+		size = len(raw)
+		start = time.Now()
+		if err := restoreBytes(tf.FSM, raw); err != nil {
+			b.Fatal(err)
+		}
+		restore += time.Since(start)
+	}
+	b.StopTimer()
+	allocs, err := tf.State().Allocs(nil)
+	if err != nil || len(allocs) != n {
+		b.Fatalf("restored %d allocations, want %d (%v)", len(allocs), n, err)
+	}
+	for _, a := range allocs[:10] {
+		if a.Job == nil || a.Job.ID != a.JobID {
+			b.Fatalf("restored allocation %s without its job", a.ID)
+		}
+	}
+	b.ReportMetric(persist.Seconds()/float64(b.N), "snapshot-s")
+	b.ReportMetric(restore.Seconds()/float64(b.N), "restore-s")
+	b.ReportMetric(float64(size)/(1<<20), "MiB")
+}
