@@ -48,20 +48,19 @@ func (s *Server) NodeClientAllocs(ctx context.Context, nodeID string, q *structs
 // asked, each without its Job and with each distinct job version once in
 // the answer's Jobs (see structs.NodeFetchAllocsHTTPResponse). An ID that
 // is not stored, or names an allocation of another node, is left out. It
-// reads like a query without MinQueryIndex (the leader unless
-// q.AllowStale). Errors wrap structs.ErrInvalid for a request out of
-// bounds (structs.NodeFetchAllocsHTTPRequest.Validate).
+// is a blocking query on the allocs table's index: with q.MinQueryIndex
+// set it answers once the state is past that index (a stale read from a
+// lagging server waits for it to catch up, up to q.MaxQueryTime), so a
+// client fetching what a list at index I showed gets at least that. It
+// reads from the leader unless q.AllowStale. Errors wrap
+// structs.ErrInvalid for a request out of bounds
+// (structs.NodeFetchAllocsHTTPRequest.Validate).
 func (s *Server) NodeFetchAllocs(ctx context.Context, nodeID string, ids []string, q *structs.QueryOptions) (*structs.NodeFetchAllocsHTTPResponse, structs.QueryMeta, error) {
 	req := structs.NodeFetchAllocsHTTPRequest{AllocIDs: ids}
 	if err := req.Validate(); err != nil {
 		return nil, structs.QueryMeta{}, fmt.Errorf("fetch allocations: %w", err)
 	}
-	var opts structs.QueryOptions
-	if q != nil {
-		opts = *q
-	}
-	opts.MinQueryIndex = 0
-	resp, meta, err := s.blockingQuery(ctx, &opts, func(ws memdb.WatchSet, st *state.StateStore) (interface{}, uint64, error) {
+	resp, meta, err := s.blockingQuery(ctx, q, func(ws memdb.WatchSet, st *state.StateStore) (interface{}, uint64, error) {
 		return fetchNodeAllocs(st, nodeID, ids)
 	})
 	if err != nil {

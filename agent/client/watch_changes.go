@@ -25,6 +25,10 @@ type AllocChangesConn interface {
 	NodeFetchAllocs(ctx context.Context, nodeID string, ids []string, q *structs.QueryOptions) (*structs.NodeFetchAllocsHTTPResponse, structs.QueryMeta, error)
 }
 
+// fetchWait bounds how long a fetch waits for a lagging server to reach
+// the index of the allocation list it follows.
+const fetchWait = 10 * time.Second
+
 // AllocTracker follows one node's allocations through an AllocChangesConn
 // and keeps the newest copy of each. The client's alloc watch and the node
 // simulator use it. It is not safe for concurrent use.
@@ -47,7 +51,11 @@ func NewAllocTracker(conn AllocChangesConn, nodeID string) *AllocTracker {
 // allocation the fetch did not return (removed in between) is left out of
 // both, and the next call asks again at once.
 func (t *AllocTracker) Next(ctx context.Context, wait time.Duration) (all, changed []*structs.Allocation, err error) {
-	ids, meta, err := t.conn.NodeClientAllocs(ctx, t.nodeID, &structs.QueryOptions{MinQueryIndex: t.index, MaxQueryTime: wait})
+	// Stale reads, as Nomad's client makes them: any server answers from
+	// its own state without a leadership check (a Raft round trip on the
+	// leader per poll); the fetch below waits until the answering server
+	// holds at least what the list showed.
+	ids, meta, err := t.conn.NodeClientAllocs(ctx, t.nodeID, &structs.QueryOptions{MinQueryIndex: t.index, MaxQueryTime: wait, AllowStale: true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,7 +74,11 @@ func (t *AllocTracker) Next(ctx context.Context, wait time.Duration) (all, chang
 	complete := true
 	for start := 0; start < len(want); start += structs.MaxFetchAllocs {
 		chunk := want[start:min(start+structs.MaxFetchAllocs, len(want))]
-		resp, _, err := t.conn.NodeFetchAllocs(ctx, t.nodeID, chunk, nil)
+		fq := &structs.QueryOptions{AllowStale: true, MaxQueryTime: fetchWait}
+		if meta.Index > 1 {
+			fq.MinQueryIndex = meta.Index - 1
+		}
+		resp, _, err := t.conn.NodeFetchAllocs(ctx, t.nodeID, chunk, fq)
 		if err != nil {
 			return nil, nil, err
 		}
