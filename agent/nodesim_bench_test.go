@@ -107,6 +107,10 @@ func cores(b *testing.B, pid int, window time.Duration) (server, sim float64) {
 //   - rss-MiB: the server's resident memory then;
 //   - snapshot-s: the time of GET /v1/operator/snapshot then.
 //
+// With GPULAYER_NODESIM_FULLPOLL=1 the nodes watch their allocations the
+// way clients did before the change routes (every allocation with its job
+// at each wake-up, from the leader), for a before/after ratio.
+//
 // It fails if a GPU instance was given to two live allocations of a node
 // or a node was marked down.
 func BenchmarkNodeSim(b *testing.B) {
@@ -135,7 +139,8 @@ func BenchmarkNodeSim(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	startReg := time.Now()
-	fleet, err := nodesim.Start(ctx, nodesim.Config{Servers: []string{p.httpAddr}, Nodes: nodes, GPUs: 8, RegisterToken: clientToken, RunFor: 0})
+	fullPoll := os.Getenv("GPULAYER_NODESIM_FULLPOLL") == "1"
+	fleet, err := nodesim.Start(ctx, nodesim.Config{Servers: []string{p.httpAddr}, Nodes: nodes, GPUs: 8, RegisterToken: clientToken, RunFor: 0, FullPoll: fullPoll})
 	if err != nil {
 		b.Fatalf("start the fleet: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
@@ -215,28 +216,102 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 // writeAllocs writes allocs as SnapshotRecordAllocRef records, each distinct
 // job version once, as a SnapshotRecordAllocJob before the first
 // allocation that names it. The refs follow the allocations' order and
-// the jobs' content, so equal states give identical bytes.
+// the jobs' content, so equal states give identical bytes. Chunks of
+// allocations are encoded in parallel (encoding is most of a snapshot's
+// time) and written in order; at most twice GOMAXPROCS chunks are held.
 func writeAllocs(sw *snapshotWriter, allocs []*structs.Allocation) error {
+	items := make([]allocItem, len(allocs))
 	refs := map[allocJobKey]uint64{}
-	for _, a := range allocs {
-		var ref uint64
+	for i, a := range allocs {
+		items[i].alloc = a
 		if j := a.Job; j != nil {
 			key := allocJobKey{j.Namespace, j.ID, j.ModifyIndex, j.JobModifyIndex, j.Version}
-			if ref = refs[key]; ref == 0 {
+			ref := refs[key]
+			if ref == 0 {
 				ref = uint64(len(refs) + 1)
 				refs[key] = ref
-				if err := sw.record(SnapshotRecordAllocJob, &snapshotAllocJob{Ref: ref, Job: j}); err != nil {
-					return err
-				}
+				items[i].newJob = true
 			}
-		}
-		slim := *a
-		slim.Job = nil
-		if err := sw.record(SnapshotRecordAllocRef, &snapshotAllocRef{JobRef: ref, Alloc: &slim}); err != nil {
-			return err
+			items[i].ref = ref
 		}
 	}
+	const chunk = 2048
+	n := (len(items) + chunk - 1) / chunk
+	if n == 0 {
+		return nil
+	}
+	sem := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
+	stop := make(chan struct{})
+	defer close(stop)
+	results := make([]chan *encodedChunk, n)
+	for i := range results {
+		results[i] = make(chan *encodedChunk, 1)
+	}
+	go func() {
+		for i := 0; i < n; i++ {
+			select {
+			case sem <- struct{}{}:
+			case <-stop:
+				return
+			}
+			go func(i int) {
+				results[i] <- encodeAllocChunk(items[i*chunk : min((i+1)*chunk, len(items))])
+			}(i)
+		}
+	}()
+	for i := 0; i < n; i++ {
+		c := <-results[i]
+		<-sem
+		if c.err != nil {
+			return c.err
+		}
+		if _, err := sw.w.Write(c.buf.Bytes()); err != nil {
+			return err
+		}
+		sw.n += c.records
+	}
 	return nil
+}
+
+// allocItem is one allocation to write: its job's Ref, and whether its
+// job record comes first.
+type allocItem struct {
+	alloc  *structs.Allocation
+	ref    uint64
+	newJob bool
+}
+
+// encodedChunk is the records of a run of allocations, encoded.
+type encodedChunk struct {
+	buf     bytes.Buffer
+	records uint64
+	err     error
+}
+
+// encodeAllocChunk encodes items as records (see writeAllocs).
+func encodeAllocChunk(items []allocItem) *encodedChunk {
+	c := &encodedChunk{}
+	enc := codec.NewEncoder(&c.buf, snapshotHandle)
+	put := func(t SnapshotRecordType, obj interface{}) bool {
+		c.buf.WriteByte(byte(t))
+		if err := enc.Encode(obj); err != nil {
+			c.err = fmt.Errorf("fsm: snapshot: encode record %d: %w", t, err)
+			return false
+		}
+		c.records++
+		return true
+	}
+	for _, it := range items {
+		if it.newJob && !put(SnapshotRecordAllocJob, &snapshotAllocJob{Ref: it.ref, Job: it.alloc.Job}) {
+			return c
+		}
+		slim := *it.alloc
+		slim.Job = nil
+		if !put(SnapshotRecordAllocRef, &snapshotAllocRef{JobRef: it.ref, Alloc: &slim}) {
+			return c
+		}
+	}
+	return c
 }
 
 // writeACLState writes the ACL tables as records.

@@ -57,6 +57,11 @@ type Config struct {
 	Datacenter string
 	// RegisterParallel bounds the registrations in flight (default 32).
 	RegisterParallel int
+	// FullPoll makes the nodes watch their allocations as clients did
+	// before the change routes: a blocking GET /v1/node/{id}/allocations
+	// answered by the leader with every allocation of the node and its
+	// job. For before/after measurements.
+	FullPoll bool
 }
 
 // Stats are the fleet's counters so far.
@@ -271,6 +276,10 @@ func (n *simNode) heartbeatLoop(ttl time.Duration) {
 
 // watchLoop follows the node's allocations and acknowledges them.
 func (n *simNode) watchLoop() {
+	if n.f.cfg.FullPoll {
+		n.fullPollLoop()
+		return
+	}
 	tr := client.NewAllocTracker(n.f.conn, n.node.ID)
 	backoff := 250 * time.Millisecond
 	for n.f.ctx.Err() == nil {
@@ -285,6 +294,35 @@ func (n *simNode) watchLoop() {
 			continue
 		}
 		backoff = 250 * time.Millisecond
+		n.apply(all, changed)
+	}
+}
+
+// fullPollLoop is watchLoop with the full allocation list (Config.FullPoll).
+func (n *simNode) fullPollLoop() {
+	var index uint64
+	seen := map[string]uint64{}
+	backoff := 250 * time.Millisecond
+	for n.f.ctx.Err() == nil {
+		all, meta, err := n.f.conn.NodeAllocations(n.f.ctx, n.node.ID, &structs.QueryOptions{MinQueryIndex: index, MaxQueryTime: 30 * time.Second})
+		if err != nil {
+			if n.f.ctx.Err() != nil {
+				return
+			}
+			n.f.watchFailures.Add(1)
+			sleep(n.f.ctx, backoff)
+			backoff = min(2*backoff, 10*time.Second)
+			continue
+		}
+		backoff = 250 * time.Millisecond
+		index = meta.Index
+		var changed []*structs.Allocation
+		for _, a := range all {
+			if seen[a.ID] != a.AllocModifyIndex {
+				seen[a.ID] = a.AllocModifyIndex
+				changed = append(changed, a)
+			}
+		}
 		n.apply(all, changed)
 	}
 }
