@@ -56,18 +56,23 @@ func procCPU(b *testing.B, pid int) time.Duration {
 }
 
 // procRSSMiB returns the process's resident set in MiB.
-func procRSSMiB(b *testing.B, pid int) float64 {
+func procRSSMiB(b *testing.B, pid int) float64 { return procStatusMiB(b, pid, "VmRSS") }
+
+// procStatusMiB returns a kB field of /proc/<pid>/status (VmRSS, RssAnon:
+// the heap and stacks, RssFile: mapped files such as the Raft log's
+// BoltDB) in MiB.
+func procStatusMiB(b *testing.B, pid int, field string) float64 {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		b.Fatalf("read process status: %v", err)
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
+		if strings.HasPrefix(line, field+":") {
 			kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
 			return kb / 1024
 		}
 	}
-	b.Fatal("no VmRSS")
+	b.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
 
@@ -104,7 +109,9 @@ func cores(b *testing.B, pid int, window time.Duration) (server, sim float64) {
 //     acknowledgement, with server-cores and sim-cores over that time;
 //   - idle-cores-finished: the server's CPU over 30 s once every
 //     allocation is finished and stored;
-//   - rss-MiB: the server's resident memory then;
+//   - rss-MiB: the server's resident memory then, and its parts
+//     rss-anon-MiB (heap, stacks) and rss-file-MiB (mapped files: the
+//     Raft log's BoltDB);
 //   - snapshot-s: the time of GET /v1/operator/snapshot then.
 //
 // With GPULAYER_NODESIM_FULLPOLL=1 the nodes watch their allocations the
@@ -199,6 +206,7 @@ func BenchmarkNodeSim(b *testing.B) {
 	time.Sleep(5 * time.Second)
 	idleFinished, _ := cores(b, pid, 30*time.Second)
 	rss := procRSSMiB(b, pid)
+	rssAnon, rssFile := procStatusMiB(b, pid, "RssAnon"), procStatusMiB(b, pid, "RssFile")
 
 	snapStart := time.Now()
 	resp, err := c.http.Get(p.url() + "/v1/operator/snapshot")
@@ -233,6 +241,8 @@ func BenchmarkNodeSim(b *testing.B) {
 	b.ReportMetric(simCores, "sim-cores")
 	b.ReportMetric(idleFinished, "idle-cores-finished")
 	b.ReportMetric(rss, "rss-MiB")
+	b.ReportMetric(rssAnon, "rss-anon-MiB")
+	b.ReportMetric(rssFile, "rss-file-MiB")
 	b.ReportMetric(snapTook.Seconds(), "snapshot-s")
 }
 
