@@ -1,6 +1,9 @@
 package fsm
 
 import (
+	"os"
+	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,27 +72,70 @@ func fleetState(b *testing.B, tf *testFSM, jobs int, finished bool) int {
 	return total
 }
 
+// processCPU is the CPU time this process has used (user and system): on
+// a loaded machine, wall time says more about the neighbours.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// fileSink is a raft.SnapshotSink writing a file (Close syncs it, as
+// Raft's file snapshot store does).
+type fileSink struct{ *os.File }
+
+func (s *fileSink) ID() string { return "bench" }
+func (s *fileSink) Close() error {
+	if err := s.File.Sync(); err != nil {
+		return err
+	}
+	return s.File.Close()
+}
+func (s *fileSink) Cancel() error { return s.File.Close() }
+
 // BenchmarkSnapshot200kAllocs persists and restores the FSM snapshot of a
 // state of 10,000 nodes, 2,000 jobs and 200,000 finished allocations (see
-// bigState). It reports the seconds to persist (snapshot-s), to restore
-// (restore-s) and the snapshot's size in MiB; the goal is under 5 s to
-// persist.
+// bigState) into a file (synced) and restores it from there. It reports
+// the seconds to persist (snapshot-s, and the CPU seconds it took,
+// snapshot-cpu-s, both cores together), to restore (restore-s) and the
+// snapshot's size in MiB; the goal is under 5 s to persist.
 func BenchmarkSnapshot200kAllocs(b *testing.B) {
 	tf := newTestFSM(b)
 	n := bigState(b, tf, true)
 	if n != 200000 {
 		b.Fatalf("%d allocations", n)
 	}
-	var persist, restore time.Duration
-	var size int
+	var persist, persistCPU, restore time.Duration
+	var size int64
+	path := filepath.Join(b.TempDir(), "state.bin")
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		raw := snapshotBytes(b, tf.FSM)
+		// Into a file, as Raft's file snapshot store persists it.
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start, cpu0 := time.Now(), processCPU()
+		snap, err := tf.RaftFSM().Snapshot()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := snap.Persist(&fileSink{File: f}); err != nil {
+			b.Fatal(err)
+		}
 		persist += time.Since(start)
-		size = len(raw)
+		persistCPU += processCPU() - cpu0
+		fi, err := os.Stat(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = fi.Size()
+		rf, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
 		start = time.Now()
-		if err := restoreBytes(tf.FSM, raw); err != nil {
+		if err := tf.RaftFSM().Restore(rf); err != nil {
 			b.Fatal(err)
 		}
 		restore += time.Since(start)
@@ -105,6 +151,7 @@ func BenchmarkSnapshot200kAllocs(b *testing.B) {
 		}
 	}
 	b.ReportMetric(persist.Seconds()/float64(b.N), "snapshot-s")
+	b.ReportMetric(persistCPU.Seconds()/float64(b.N), "snapshot-cpu-s")
 	b.ReportMetric(restore.Seconds()/float64(b.N), "restore-s")
 	b.ReportMetric(float64(size)/(1<<20), "MiB")
 }
