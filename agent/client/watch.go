@@ -94,6 +94,17 @@ func (c *Client) watchAllocChanges(cc AllocChangesConn) bool {
 		}
 		backoff = 250 * time.Millisecond
 		c.applyAllocs(all)
+		// A final status resent for an allocation finished in an earlier
+		// life (applyAllocs) reaches the servers through the sync queue;
+		// the tracker does not fetch the client's own reports, so it must
+		// not resend it at every wake-up.
+		c.mu.Lock()
+		for _, a := range all {
+			if rec := c.finished[a.ID]; rec != nil && !a.ClientTerminalStatus() {
+				tr.assumeClientStatus(a.ID, rec.ClientStatus)
+			}
+		}
+		c.mu.Unlock()
 	}
 }
 

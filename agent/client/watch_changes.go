@@ -113,3 +113,14 @@ func (t *AllocTracker) Next(ctx context.Context, wait time.Duration) (all, chang
 	sort.Slice(all, func(i, j int) bool { return all[i].ID < all[j].ID })
 	return all, changed, nil
 }
+
+// assumeClientStatus records that the servers now hold status for
+// allocation id, which this client just sent them itself (its own reports
+// move ModifyIndex only, which the tracker does not fetch for).
+func (t *AllocTracker) assumeClientStatus(id, status string) {
+	if a := t.known[id]; a != nil && a.ClientStatus != status {
+		c := *a
+		c.ClientStatus = status
+		t.known[id] = &c
+	}
+}

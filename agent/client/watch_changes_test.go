@@ -87,3 +87,23 @@ func TestAllocTrackerFetchesOnlyWhatChanged(t *testing.T) {
 		t.Fatalf("after a short fetch the query went on from index %d, want 12 (not past it)", q.MinQueryIndex)
 	}
 }
+
+// TestAllocTrackerAssumesOwnStatus: a final status the client resent
+// itself is kept in the tracker's copy, so the next wake-up does not see
+// the stale one again (and resend it), without a fetch.
+func TestAllocTrackerAssumesOwnStatus(t *testing.T) {
+	f := &fakeChanges{index: 4, hide: map[string]bool{}, allocs: map[string]*structs.Allocation{
+		"a": {ID: "a", JobID: "j", AllocModifyIndex: 4, ClientStatus: structs.AllocClientStatusRunning}}}
+	tr := NewAllocTracker(f, "n1")
+	if _, _, err := tr.Next(context.Background(), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	tr.assumeClientStatus("a", structs.AllocClientStatusComplete)
+	all, changed, err := tr.Next(context.Background(), time.Second)
+	if err != nil || len(changed) != 0 || len(all) != 1 || all[0].ClientStatus != structs.AllocClientStatusComplete {
+		t.Fatalf("all %v changed %v err %v", all, changed, err)
+	}
+	if len(f.fetched) != 1 {
+		t.Fatalf("%d fetches, want only the first", len(f.fetched))
+	}
+}
