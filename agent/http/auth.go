@@ -175,6 +175,9 @@ var routeACL = map[string]routeRule{
 	"GET /v1/node/{id}/allocations":   {access: accessNodeSelf},
 	"POST /v1/node/{id}/allocations":  {access: accessNodeSelf},
 	"PUT /v1/node/{id}/secret/rotate": {access: accessNodeSelf},
+	// Client-only allocation change routes (read what changed).
+	"GET /v1/node/{id}/client-allocs":        {access: accessNodeSelf},
+	"POST /v1/node/{id}/client-allocs/fetch": {access: accessNodeSelf},
 	// A client agent rotates its node secret only for a caller that
 	// holds the current one (the node's operator, from its data dir).
 	"PUT /v1/client/node/secret/rotate":   {access: accessLocalNodeSecret},

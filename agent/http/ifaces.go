@@ -24,6 +24,7 @@ var (
 	_ LastContacter      = (*server.Server)(nil)
 	_ LogArchiveFinder   = (*server.Server)(nil)
 	_ NodeServer         = (*server.Server)(nil)
+	_ NodeChangesServer  = (*server.Server)(nil)
 	_ ReadinessReporter  = (*server.Server)(nil)
 	_ SchedulingServer   = (*server.Server)(nil)
 	_ ServiceServer      = (*server.Server)(nil)
