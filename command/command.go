@@ -63,13 +63,16 @@ const cliCommandNotFound = 127
 // commands lists every command by its words.
 func commands(m *Meta) map[string]cli.CommandFactory {
 	cmds := map[string]cli.CommandFactory{
-		"agent":            func() (cli.Command, error) { return &AgentCommand{Ui: m.UI}, nil },
-		"job":              func() (cli.Command, error) { return &JobCommand{Meta: m}, nil },
-		"job plan":         func() (cli.Command, error) { return &JobPlanCommand{Meta: m}, nil },
-		"job queue":        func() (cli.Command, error) { return &JobQueueCommand{Meta: m}, nil },
-		"job run":          func() (cli.Command, error) { return &JobRunCommand{Meta: m}, nil },
-		"job status":       func() (cli.Command, error) { return &JobStatusCommand{Meta: m}, nil },
-		"job stop":         func() (cli.Command, error) { return &JobStopCommand{Meta: m}, nil },
+		"agent":      func() (cli.Command, error) { return &AgentCommand{Ui: m.UI}, nil },
+		"job":        func() (cli.Command, error) { return &JobCommand{Meta: m}, nil },
+		"job plan":   func() (cli.Command, error) { return &JobPlanCommand{Meta: m}, nil },
+		"job queue":  func() (cli.Command, error) { return &JobQueueCommand{Meta: m}, nil },
+		"job run":    func() (cli.Command, error) { return &JobRunCommand{Meta: m}, nil },
+		"job status": func() (cli.Command, error) { return &JobStatusCommand{Meta: m}, nil },
+		"job stop":   func() (cli.Command, error) { return &JobStopCommand{Meta: m}, nil },
+		// Job versions and deployments.
+		"job history":      func() (cli.Command, error) { return &JobHistoryCommand{Meta: m}, nil },
+		"job revert":       func() (cli.Command, error) { return &JobRevertCommand{Meta: m}, nil },
 		"alloc":            func() (cli.Command, error) { return &AllocCommand{Meta: m}, nil },
 		"alloc status":     func() (cli.Command, error) { return &AllocStatusCommand{Meta: m}, nil },
 		"alloc logs":       func() (cli.Command, error) { return &AllocLogsCommand{Meta: m}, nil },

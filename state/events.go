@@ -227,6 +227,10 @@ func (s *StateStore) commitTxn(txn *memdb.Txn, index uint64) {
 // eventFromChange turns one memdb change into an event, or nil for a table
 // that has no topic (the index table).
 func eventFromChange(c *memdb.Change, index uint64) *structs.Event {
+	if c.Table == TableJobVersions {
+		// The jobs table's change of the same write is the job's event.
+		return nil
+	}
 	obj, deleted := c.After, false
 	if obj == nil {
 		obj, deleted = c.Before, true

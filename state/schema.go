@@ -29,7 +29,9 @@ const (
 )
 
 // indexedTables lists the tables whose Raft index is tracked in TableIndex.
-var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts}
+var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts,
+	// Job versions and deployments.
+	TableJobVersions}
 
 // IndexEntry is a row of the index table: the Raft index at which the table
 // named Key last changed.
@@ -50,6 +52,8 @@ var schemaFns = []func() *memdb.TableSchema{
 	aclTokensTableSchema,
 	aclBootstrapTableSchema,
 	artifactsTableSchema,
+	// Job versions and deployments.
+	jobVersionsTableSchema,
 }
 
 // dbSchema returns the full memdb schema. It returns an error when a table's

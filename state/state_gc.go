@@ -60,6 +60,9 @@ func (s *StateStore) PurgeGC(index uint64, req *structs.GCPurgeRequest) error {
 			return fmt.Errorf("state: gc delete job %q: %w", j.JobID, err)
 		}
 		changed[TableJobs] = true
+		if err := deleteJobVersionsTxn(txn, index, j.JobID); err != nil {
+			return err
+		}
 		for _, id := range j.Evals {
 			e, err := evalByIDTxn(txn, nil, id)
 			if err != nil {

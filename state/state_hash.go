@@ -40,6 +40,20 @@ func (s *StateStore) Hash() (string, error) {
 			return "", fmt.Errorf("state: hash %s: %w", table, err)
 		}
 	}
+	// Tables with a compound primary key are listed through its prefix
+	// index (same order).
+	for _, table := range []string{TableJobVersions} {
+		it, err := txn.Get(table, "id_prefix")
+		if err != nil {
+			return "", fmt.Errorf("state: hash %s: %w", table, err)
+		}
+		if err := enc.Encode(table); err != nil {
+			return "", fmt.Errorf("state: hash %s: %w", table, err)
+		}
+		if err := hashRows(enc, it); err != nil {
+			return "", fmt.Errorf("state: hash %s: %w", table, err)
+		}
+	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 

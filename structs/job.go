@@ -100,6 +100,10 @@ type Job struct {
 	// Version counts registrations of this job ID that changed its spec,
 	// starting at 0.
 	Version uint64
+	// Stable is set once a deployment of this version succeeded (or a user
+	// marked it so with PUT /v1/job/:id/stable); auto_revert goes back to
+	// the newest stable version. A new version starts unstable.
+	Stable bool
 	// SubmitTime is when the job was registered, in Unix nanoseconds, set by
 	// the endpoint (never the FSM).
 	SubmitTime     int64

@@ -32,6 +32,13 @@ const (
 	NodeSecretRotateRequestType  MessageType = 15
 	ArtifactUpsertRequestType    MessageType = 16
 	ArtifactDeleteRequestType    MessageType = 17
+
+	// Job versions and deployments (structs/job_versions.go,
+	// structs/deployment.go).
+	JobStabilityRequestType           MessageType = 22
+	DeploymentStatusUpdateRequestType MessageType = 23
+	DeploymentPromoteRequestType      MessageType = 24
+	DeploymentAllocHealthRequestType  MessageType = 25
 )
 
 // IgnoreUnknownTypeFlag is set on message types that older servers may
@@ -78,6 +85,15 @@ func (t MessageType) String() string {
 		return "ArtifactUpsert"
 	case ArtifactDeleteRequestType:
 		return "ArtifactDelete"
+	// Job versions and deployments.
+	case JobStabilityRequestType:
+		return "JobStability"
+	case DeploymentStatusUpdateRequestType:
+		return "DeploymentStatusUpdate"
+	case DeploymentPromoteRequestType:
+		return "DeploymentPromote"
+	case DeploymentAllocHealthRequestType:
+		return "DeploymentAllocHealth"
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }

@@ -135,6 +135,13 @@ var routeACL = map[string]routeRule{
 	"PUT /v1/job/{id}/plan":        nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
 	"POST /v1/job/{id}/plan":       nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
 
+	// Job versions and deployments (job_versions.go, deployments.go).
+	"GET /v1/job/{id}/versions": nsRule(structs.NamespaceCapabilityReadJob, nsJob),
+	"PUT /v1/job/{id}/revert":   nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"POST /v1/job/{id}/revert":  nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"PUT /v1/job/{id}/stable":   nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"POST /v1/job/{id}/stable":  nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+
 	"GET /v1/allocations":              nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
 	"GET /v1/allocation/{id}":          nsRule(structs.NamespaceCapabilityReadJob, nsAlloc),
 	"POST /v1/allocation/{id}/stop":    nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc),

@@ -216,6 +216,8 @@ func (h *handler) routes() {
 	h.handle("GET /v1/job/{id}/allocations", h.jobAllocations)
 	h.handle("GET /v1/job/{id}/evaluations", h.jobEvaluations)
 	h.schedulingRoutes()
+	// Job versions and deployments.
+	h.jobVersionRoutes()
 	h.actionRoutes()
 	h.handle("GET /v1/allocations", h.allocList)
 	h.handle("GET /v1/allocation/{id}", h.allocGet)

@@ -19,6 +19,7 @@ var (
 	_ ArtifactServer     = (*server.Server)(nil)
 	_ ClusterServer      = (*server.Server)(nil)
 	_ GCServer           = (*server.Server)(nil)
+	_ JobVersionServer   = (*server.Server)(nil)
 	_ LastContacter      = (*server.Server)(nil)
 	_ LogArchiveFinder   = (*server.Server)(nil)
 	_ NodeServer         = (*server.Server)(nil)

@@ -71,6 +71,9 @@ type Job struct {
 	Stop bool
 	// Version counts the registrations of the job, starting at 0.
 	Version uint64
+	// Stable is true once a deployment of this version succeeded (or a
+	// user marked it stable); auto_revert goes back to the newest one.
+	Stable bool `json:",omitempty"`
 	// SubmitTime is when the current version was submitted, in nanoseconds
 	// since the Unix epoch.
 	SubmitTime int64

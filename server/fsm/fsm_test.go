@@ -197,6 +197,26 @@ func TestApplyEachMessageType(t *testing.T) {
 			name: "node deregister missing", mt: structs.NodeDeregisterRequestType,
 			msg: &structs.NodeDeregisterRequest{NodeID: node.ID}, wantErr: structs.ErrNotFound,
 		},
+		// Job versions and deployments.
+		{
+			name: "job register after the purge", mt: structs.JobRegisterRequestType,
+			msg: &structs.JobRegisterRequest{Job: job},
+		},
+		{
+			name: "job stability", mt: structs.JobStabilityRequestType,
+			msg: &structs.JobStabilityRequest{JobID: job.ID, JobVersion: 0, Stable: true},
+			check: func(t *testing.T) {
+				j, _ := tf.State().JobByID(nil, job.ID)
+				v, _ := tf.State().JobByIDAndVersion(nil, job.ID, 0)
+				if j == nil || !j.Stable || v == nil || !v.Stable {
+					t.Fatalf("job %+v version %+v", j, v)
+				}
+			},
+		},
+		{
+			name: "job stability of an unknown version", mt: structs.JobStabilityRequestType,
+			msg: &structs.JobStabilityRequest{JobID: job.ID, JobVersion: 7, Stable: true}, wantErr: structs.ErrNotFound,
+		},
 		{
 			name: "job register without job", mt: structs.JobRegisterRequestType,
 			msg: &structs.JobRegisterRequest{}, wantErr: structs.ErrInvalid,
@@ -289,7 +309,7 @@ func TestApplyEachMessageType(t *testing.T) {
 			t.FailNow()
 		}
 	}
-	if every := registeredTypes(); len(every) != 18 {
+	if every := registeredTypes(); len(every) != 18+deploymentMessageTypes {
 		t.Fatalf("registered types = %v", every)
 	}
 }

@@ -40,6 +40,9 @@ const (
 	SnapshotRecordACLToken     SnapshotRecordType = 7 // a *structs.ACLToken
 	SnapshotRecordACLBootstrap SnapshotRecordType = 8 // a *structs.ACLBootstrap
 	SnapshotRecordArtifact     SnapshotRecordType = 9 // a *structs.Artifact (metadata only)
+	// Job versions and deployments (numbered as their Raft message types,
+	// so branches adding records do not collide).
+	SnapshotRecordJobVersion SnapshotRecordType = 22 // a *structs.Job in the job versions table
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
 	SnapshotRecordEnd SnapshotRecordType = 255
 )
@@ -114,7 +117,9 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 // writeState writes every table of snap as records.
 func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals,
-		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap, state.TableArtifacts} {
+		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap, state.TableArtifacts,
+		// Job versions and deployments.
+		state.TableJobVersions} {
 		idx, err := snap.Index(table)
 		if err != nil {
 			return err
@@ -174,7 +179,7 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 			return err
 		}
 	}
-	return nil
+	return writeDeploymentState(sw, snap)
 }
 
 // writeACLState writes the ACL tables as records.
@@ -372,6 +377,12 @@ func restoreRecord(restore *state.StateRestore, dec *codec.Decoder, t SnapshotRe
 			return err
 		}
 		return restore.ArtifactRestore(&a)
+	case SnapshotRecordJobVersion:
+		var j structs.Job
+		if err := decodeRecord(dec, &j); err != nil {
+			return err
+		}
+		return restore.JobVersionRestore(&j)
 	case SnapshotRecordIndex:
 		var ie state.IndexEntry
 		if err := decodeRecord(dec, &ie); err != nil {
