@@ -86,7 +86,9 @@ func (s *Server) establishLeadership(ctx context.Context, ls *leaderState) error
 	s.broker.SetEnabled(true)
 	s.blocked.SetEnabled(true)
 	s.planQueue.SetEnabled(true)
-	for _, fn := range []func(context.Context){s.planApplier, s.reapFailedEvals, s.reapDuplicateBlockedEvals, s.drainer, s.gcLoop} {
+	for _, fn := range []func(context.Context){s.planApplier, s.reapFailedEvals, s.reapDuplicateBlockedEvals, s.drainer, s.gcLoop,
+		// Job versions and deployments.
+		s.deploymentWatchLoop} {
 		ls.wg.Add(1)
 		go func() {
 			defer ls.wg.Done()

@@ -31,7 +31,7 @@ const (
 // indexedTables lists the tables whose Raft index is tracked in TableIndex.
 var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts,
 	// Job versions and deployments.
-	TableJobVersions}
+	TableJobVersions, TableDeployments}
 
 // IndexEntry is a row of the index table: the Raft index at which the table
 // named Key last changed.
@@ -54,6 +54,7 @@ var schemaFns = []func() *memdb.TableSchema{
 	artifactsTableSchema,
 	// Job versions and deployments.
 	jobVersionsTableSchema,
+	deploymentsTableSchema,
 }
 
 // dbSchema returns the full memdb schema. It returns an error when a table's

@@ -63,6 +63,9 @@ func (s *StateStore) PurgeGC(index uint64, req *structs.GCPurgeRequest) error {
 		if err := deleteJobVersionsTxn(txn, index, j.JobID); err != nil {
 			return err
 		}
+		if err := deleteJobDeploymentsTxn(txn, index, j.JobID); err != nil {
+			return err
+		}
 		for _, id := range j.Evals {
 			e, err := evalByIDTxn(txn, nil, id)
 			if err != nil {

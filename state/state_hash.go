@@ -28,7 +28,9 @@ func (s *StateStore) Hash() (string, error) {
 	defer txn.Abort()
 	h := sha256.New()
 	enc := codec.NewEncoder(h, hashHandle)
-	for _, table := range []string{TableIndex, TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts} {
+	for _, table := range []string{TableIndex, TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts,
+		// Job versions and deployments.
+		TableDeployments} {
 		it, err := txn.Get(table, "id")
 		if err != nil {
 			return "", fmt.Errorf("state: hash %s: %w", table, err)

@@ -93,6 +93,9 @@ func (s *StateStore) DeleteJob(index uint64, jobID string) error {
 	if err := deleteJobVersionsTxn(txn, index, jobID); err != nil {
 		return err
 	}
+	if err := deleteJobDeploymentsTxn(txn, index, jobID); err != nil {
+		return err
+	}
 	s.commitTxn(txn, index)
 	return nil
 }

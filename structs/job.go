@@ -91,6 +91,9 @@ type Job struct {
 	// Availability is the default node availability class the job's groups
 	// accept (see TaskGroup.Availability).
 	Availability string
+	// Update is the job-level update block: each group without its own
+	// takes a copy (structs/deployment.go).
+	Update *UpdateStrategy `json:",omitempty"`
 
 	// Stop is true once the user stopped the job; its allocations are then
 	// told to stop.
@@ -138,6 +141,9 @@ type TaskGroup struct {
 	// (opts in to opportunistic nodes as well as continuous ones). Empty
 	// takes the job's value.
 	Availability string
+	// Update is the group's update block: how a new job version rolls out
+	// (structs/deployment.go); nil replaces everything at once.
+	Update *UpdateStrategy `json:",omitempty"`
 }
 
 // Task is one process or container run by a driver.
@@ -291,6 +297,12 @@ func (j *Job) Canonicalize() {
 				t.Resources = &Resources{CPU: 100, MemoryMB: 300}
 			}
 		}
+		if tg.Update == nil && j.Update != nil {
+			tg.Update = j.Update.Copy()
+		}
+		if tg.Update != nil {
+			canonicalizeUpdate(tg.Update, groupAsksForGPU(tg))
+		}
 	}
 }
 
@@ -338,6 +350,9 @@ func (j *Job) Validate() error {
 		}
 		seenGroups[tg.Name] = true
 		for _, e := range tg.validate(j.Type) {
+			add("%s: %s", where, e)
+		}
+		for _, e := range updateProblems(j.Type, tg) {
 			add("%s: %s", where, e)
 		}
 		if _, err := IdlePolicyFor(j, tg.Name); err != nil {
@@ -573,6 +588,7 @@ func (j *Job) Copy() *Job {
 	n.Constraints = copyConstraints(j.Constraints)
 	n.Affinities = copyAffinities(j.Affinities)
 	n.Requires = slices.Clone(j.Requires)
+	n.Update = j.Update.Copy()
 	if j.TaskGroups != nil {
 		n.TaskGroups = make([]*TaskGroup, len(j.TaskGroups))
 		for i, tg := range j.TaskGroups {
@@ -600,6 +616,7 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	}
 	n.Meta = maps.Clone(tg.Meta)
 	n.Requires = slices.Clone(tg.Requires)
+	n.Update = tg.Update.Copy()
 	if tg.Tasks != nil {
 		n.Tasks = make([]*Task, len(tg.Tasks))
 		for i, t := range tg.Tasks {

@@ -177,6 +177,9 @@ type ApplyPlanResultsRequest struct {
 	Evals []*Evaluation
 	// UpdatedAt is Unix nanoseconds, used as ModifyTime.
 	UpdatedAt int64
+	// Deployment and DeploymentUpdates are the plan's (structs.Plan).
+	Deployment        *Deployment               `json:",omitempty"`
+	DeploymentUpdates []*DeploymentStatusUpdate `json:",omitempty"`
 }
 
 // AllocClientUpdateRequest carries client-side status (ClientStatus,

@@ -43,6 +43,7 @@ const (
 	// Job versions and deployments (numbered as their Raft message types,
 	// so branches adding records do not collide).
 	SnapshotRecordJobVersion SnapshotRecordType = 22 // a *structs.Job in the job versions table
+	SnapshotRecordDeployment SnapshotRecordType = 23 // a *structs.Deployment
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
 	SnapshotRecordEnd SnapshotRecordType = 255
 )
@@ -119,7 +120,7 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals,
 		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap, state.TableArtifacts,
 		// Job versions and deployments.
-		state.TableJobVersions} {
+		state.TableJobVersions, state.TableDeployments} {
 		idx, err := snap.Index(table)
 		if err != nil {
 			return err
@@ -383,6 +384,12 @@ func restoreRecord(restore *state.StateRestore, dec *codec.Decoder, t SnapshotRe
 			return err
 		}
 		return restore.JobVersionRestore(&j)
+	case SnapshotRecordDeployment:
+		var d structs.Deployment
+		if err := decodeRecord(dec, &d); err != nil {
+			return err
+		}
+		return restore.DeploymentRestore(&d)
 	case SnapshotRecordIndex:
 		var ie state.IndexEntry
 		if err := decodeRecord(dec, &ie); err != nil {

@@ -14,5 +14,14 @@ func writeDeploymentState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 			return err
 		}
 	}
+	deployments, err := snap.Deployments(nil)
+	if err != nil {
+		return err
+	}
+	for _, d := range deployments {
+		if err := sw.record(SnapshotRecordDeployment, d); err != nil {
+			return err
+		}
+	}
 	return nil
 }
