@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -430,4 +431,35 @@ func (d *Deployment) TaskGroupsHealthy() int {
 		}
 	}
 	return n
+}
+
+// allocDeploymentStatusJSON is AllocDeploymentStatus on the wire: Nomad's
+// shape, with Timestamp as an RFC 3339 time (absent when zero).
+type allocDeploymentStatusJSON struct {
+	Healthy   *bool
+	Timestamp *time.Time `json:",omitempty"`
+	Canary    bool
+}
+
+// MarshalJSON renders Timestamp as RFC 3339, as Nomad's API does.
+func (s AllocDeploymentStatus) MarshalJSON() ([]byte, error) {
+	out := allocDeploymentStatusJSON{Healthy: s.Healthy, Canary: s.Canary}
+	if s.Timestamp != 0 {
+		t := time.Unix(0, s.Timestamp).UTC()
+		out.Timestamp = &t
+	}
+	return json.Marshal(out)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *AllocDeploymentStatus) UnmarshalJSON(b []byte) error {
+	var in allocDeploymentStatusJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	*s = AllocDeploymentStatus{Healthy: in.Healthy, Canary: in.Canary}
+	if in.Timestamp != nil && !in.Timestamp.IsZero() {
+		s.Timestamp = in.Timestamp.UnixNano()
+	}
+	return nil
 }

@@ -47,6 +47,10 @@ type allocRunner struct {
 	// recovered holds, by task name, the handles of tasks started by an
 	// earlier life of this client, to reattach to.
 	recovered map[string]*driver.TaskHandle
+	// healthDeployment is the deployment whose health the tracker decides
+	// (deploy_health.go), deployHealth its verdict once set.
+	healthDeployment string
+	deployHealth     *structs.AllocDeploymentStatus
 
 	done chan struct{}
 }
@@ -123,6 +127,7 @@ func (ar *allocRunner) run() {
 	stop := ar.stopRequested
 	ar.mu.Unlock()
 	ar.changed()
+	ar.trackDeploymentHealth(ar.alloc)
 
 	for _, t := range tg.Tasks {
 		tr := ar.tasks[t.Name]
@@ -294,15 +299,20 @@ func (ar *allocRunner) changed() {
 		TaskStates:        copyTaskStates(ar.taskStates),
 		Outputs:           ar.outputs,
 		LogArchive:        ar.logArchive,
+		DeploymentStatus:  ar.deployHealth.Copy(),
 	}
 	ar.mu.Unlock()
 	ar.c.sync.enqueue(up)
 }
 
 // update applies a newer copy of the allocation from the servers: a
-// desired status of stop or evict stops every task.
+// desired status of stop or evict stops every task; a running one that
+// joined a deployment without a health verdict gets its health tracked.
 func (ar *allocRunner) update(a *structs.Allocation) {
 	if a.DesiredStatus == structs.AllocDesiredStatusRun {
+		// An allocation updated in place into a new deployment without
+		// a verdict is judged again.
+		ar.trackDeploymentHealth(a)
 		return
 	}
 	ar.stop()

@@ -38,6 +38,10 @@ type ServerConn interface {
 // Config configures a Client. Zero values get the defaults documented per
 // field.
 type Config struct {
+	// ChecksHealth, when set, gives deployment health tracking the state
+	// of an allocation's service checks (health_check = "checks"); nil
+	// judges by task states alone (deploy_health.go).
+	ChecksHealth ChecksHealthProvider
 	// DataDir is the client's own directory (mode 0700): node-id,
 	// node-secret, state.db and allocs/<alloc-id>/<task>/{local,secrets,
 	// logs,outputs}. Required.

@@ -89,6 +89,8 @@ const (
 	nsJob                   // the job in {id} (else ?namespace=)
 	nsAlloc                 // the allocation in {id} or {alloc} (else ?namespace=)
 	nsEval                  // the evaluation in {id} (else ?namespace=)
+	// Job versions and deployments.
+	nsDeployment // the deployment in {id} (else ?namespace=)
 )
 
 // routeRule is a route's entry in routeACL.
@@ -136,11 +138,24 @@ var routeACL = map[string]routeRule{
 	"POST /v1/job/{id}/plan":       nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
 
 	// Job versions and deployments (job_versions.go, deployments.go).
-	"GET /v1/job/{id}/versions": nsRule(structs.NamespaceCapabilityReadJob, nsJob),
-	"PUT /v1/job/{id}/revert":   nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
-	"POST /v1/job/{id}/revert":  nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
-	"PUT /v1/job/{id}/stable":   nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
-	"POST /v1/job/{id}/stable":  nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"GET /v1/job/{id}/versions":                  nsRule(structs.NamespaceCapabilityReadJob, nsJob),
+	"PUT /v1/job/{id}/revert":                    nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"POST /v1/job/{id}/revert":                   nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"PUT /v1/job/{id}/stable":                    nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"POST /v1/job/{id}/stable":                   nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"GET /v1/job/{id}/deployments":               nsRule(structs.NamespaceCapabilityReadJob, nsJob),
+	"GET /v1/job/{id}/deployment":                nsRule(structs.NamespaceCapabilityReadJob, nsJob),
+	"GET /v1/deployments":                        nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"GET /v1/deployment/{id}":                    nsRule(structs.NamespaceCapabilityReadJob, nsDeployment),
+	"GET /v1/deployment/allocations/{id}":        nsRule(structs.NamespaceCapabilityReadJob, nsDeployment),
+	"PUT /v1/deployment/promote/{id}":            nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"POST /v1/deployment/promote/{id}":           nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"PUT /v1/deployment/fail/{id}":               nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"POST /v1/deployment/fail/{id}":              nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"PUT /v1/deployment/pause/{id}":              nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"POST /v1/deployment/pause/{id}":             nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"PUT /v1/deployment/allocation-health/{id}":  nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"POST /v1/deployment/allocation-health/{id}": nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
 
 	"GET /v1/allocations":              nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
 	"GET /v1/allocation/{id}":          nsRule(structs.NamespaceCapabilityReadJob, nsAlloc),
@@ -437,6 +452,12 @@ func (h *handler) requestNamespace(r *http.Request, src nsSource) string {
 		if h.srv != nil {
 			if e, _, err := h.srv.EvalGet(ctx, r.PathValue("id"), q); err == nil && e != nil {
 				return nsOrDefault(e.Namespace)
+			}
+		}
+	case nsDeployment:
+		if ds, ok := h.srv.(DeploymentServer); ok {
+			if d, _, err := ds.DeploymentGet(ctx, r.PathValue("id"), q); err == nil && d != nil {
+				return nsOrDefault(d.Namespace)
 			}
 		}
 	}

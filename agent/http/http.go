@@ -218,6 +218,7 @@ func (h *handler) routes() {
 	h.schedulingRoutes()
 	// Job versions and deployments.
 	h.jobVersionRoutes()
+	h.deploymentRoutes()
 	h.actionRoutes()
 	h.handle("GET /v1/allocations", h.allocList)
 	h.handle("GET /v1/allocation/{id}", h.allocGet)

@@ -18,6 +18,7 @@ var (
 	_ ArtifactOpener     = (*server.Server)(nil)
 	_ ArtifactServer     = (*server.Server)(nil)
 	_ ClusterServer      = (*server.Server)(nil)
+	_ DeploymentServer   = (*server.Server)(nil)
 	_ GCServer           = (*server.Server)(nil)
 	_ JobVersionServer   = (*server.Server)(nil)
 	_ LastContacter      = (*server.Server)(nil)

@@ -61,6 +61,8 @@ type Job struct {
 	// Availability is the node availability class the groups accept by
 	// default: "continuous" (the default) or "opportunistic".
 	Availability string `json:",omitempty"`
+	// Update is the default update block of the job's groups.
+	Update *UpdateStrategy `json:",omitempty"`
 
 	// Status is the job's lifecycle status ("pending", "running", "dead"),
 	// set by the server.
@@ -120,6 +122,8 @@ type TaskGroup struct {
 	Requires []string `json:",omitempty"`
 	// Availability overrides the job's availability class for the group.
 	Availability string `json:",omitempty"`
+	// Update is the group's update block: how a new version rolls out.
+	Update *UpdateStrategy `json:",omitempty"`
 }
 
 // Task is one process (or container) run by a driver.

@@ -29,6 +29,9 @@ type GroupPlan struct {
 	// Queued counts allocations that would wait; Failure says why.
 	Queued  int
 	Failure *AllocMetric
+	// Notes say how the group's update block rolls the change out (one
+	// at a time, canaries, new copies first) and what waits for room.
+	Notes []string `json:",omitempty"`
 }
 
 // JobQueueEntry is a job with work waiting to be placed (GET

@@ -47,6 +47,7 @@ func JobToStructs(j *api.Job) *structs.Job {
 			out.TaskGroups[i] = taskGroupToStructs(tg)
 		}
 	}
+	out.Update = updateToStructs(j.Update)
 	return out
 }
 
@@ -84,6 +85,7 @@ func JobFromStructs(j *structs.Job) *api.Job {
 			out.TaskGroups[i] = taskGroupFromStructs(tg)
 		}
 	}
+	out.Update = updateFromStructs(j.Update)
 	return out
 }
 
@@ -119,6 +121,7 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 			out.Tasks[i] = taskToStructs(t)
 		}
 	}
+	out.Update = updateToStructs(tg.Update)
 	return out
 }
 
@@ -154,6 +157,7 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 			out.Tasks[i] = taskFromStructs(t)
 		}
 	}
+	out.Update = updateFromStructs(tg.Update)
 	return out
 }
 

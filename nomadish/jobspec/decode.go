@@ -44,7 +44,7 @@ var (
 			{Name: "requires"}, {Name: "availability"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{
-			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"},
+			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"}, {Type: "update"},
 			{Type: "group", LabelNames: []string{"name"}},
 		},
 	}
@@ -52,7 +52,7 @@ var (
 		Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "meta"}, {Name: "gang"}, {Name: "requires"}, {Name: "availability"}},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"}, {Type: "restart"},
-			{Type: "reschedule"},
+			{Type: "reschedule"}, {Type: "update"},
 			{Type: "task", LabelNames: []string{"name"}},
 		},
 	}
@@ -122,6 +122,12 @@ func (d *decoder) job(block *hcl.Block) *api.Job {
 			job.Affinities = append(job.Affinities, d.affinity(b))
 		case "group":
 			job.TaskGroups = append(job.TaskGroups, d.group(b))
+		case "update":
+			if job.Update != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			job.Update = d.update(b)
 		}
 	}
 	return job
@@ -153,6 +159,12 @@ func (d *decoder) group(block *hcl.Block) *api.TaskGroup {
 				continue
 			}
 			tg.ReschedulePolicy = d.reschedule(b)
+		case "update":
+			if tg.Update != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			tg.Update = d.update(b)
 		case "task":
 			tg.Tasks = append(tg.Tasks, d.task(b))
 		}

@@ -230,10 +230,10 @@ func (h *harness) job(id string) *structs.Job {
 // snapState adapts a snapshot to scheduler.State.
 type snapState struct{ snap *state.StateSnapshot }
 
-func (a *snapState) Nodes() ([]*structs.Node, error)            { return a.snap.Nodes(nil) }
-func (a *snapState) NodeByID(id string) (*structs.Node, error)  { return a.snap.NodeByID(nil, id) }
-func (a *snapState) JobByID(id string) (*structs.Job, error)    { return a.snap.JobByID(nil, id) }
-func (a *snapState) LatestIndex() (uint64, error)               { return a.snap.LatestIndex() }
+func (a *snapState) Nodes() ([]*structs.Node, error)           { return a.snap.Nodes(nil) }
+func (a *snapState) NodeByID(id string) (*structs.Node, error) { return a.snap.NodeByID(nil, id) }
+func (a *snapState) JobByID(id string) (*structs.Job, error)   { return a.snap.JobByID(nil, id) }
+func (a *snapState) LatestIndex() (uint64, error)              { return a.snap.LatestIndex() }
 func (a *snapState) AllocsByJob(id string) ([]*structs.Allocation, error) {
 	return a.snap.AllocsByJob(nil, id)
 }
@@ -279,4 +279,3 @@ func (p *planner) CreateEval(e *structs.Evaluation) error {
 	}
 	return p.UpdateEval(e)
 }
-

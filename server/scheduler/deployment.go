@@ -9,8 +9,8 @@ import (
 
 // Stop descriptions of the deployment rules.
 const (
-	descCanaryOfFailed   = "canary of a failed deployment"
-	descSurgeOfFailed    = "new allocation of a failed deployment"
+	descCanaryOfFailed    = "canary of a failed deployment"
+	descSurgeOfFailed     = "new allocation of a failed deployment"
 	descReplacedByHealthy = "replaced by a healthy allocation of the new job version"
 )
 
