@@ -61,6 +61,11 @@ func (ar *allocRunner) healthLoop(id string, u *structs.UpdateStrategy) {
 		case <-ar.c.ctx.Done():
 			return
 		case <-ar.done:
+			// Every task is dead: one that failed makes the allocation
+			// unhealthy even when it died between two looks.
+			if ar.anyTaskFailed() {
+				ar.setDeploymentHealth(id, false, time.Now())
+			}
 			return
 		case <-t.C:
 		}
@@ -103,6 +108,18 @@ func (ar *allocRunner) healthLoop(id string, u *structs.UpdateStrategy) {
 			return
 		}
 	}
+}
+
+// anyTaskFailed reports whether a task ended failed.
+func (ar *allocRunner) anyTaskFailed() bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	for _, ts := range ar.taskStates {
+		if ts.State == structs.TaskStateDead && ts.Failed {
+			return true
+		}
+	}
+	return false
 }
 
 // checksPass reports whether the service checks let the allocation be
