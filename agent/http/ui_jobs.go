@@ -233,6 +233,9 @@ type jobView struct {
 	Groups []groupRow
 	Allocs []allocRow
 	Evals  []evalRow
+	// Versions and Deployment: ui_deployments.go.
+	Versions   []versionRow
+	Deployment *deploymentView
 }
 
 func (u *ui) jobPage(r *http.Request) (string, pageData, error) {
@@ -317,6 +320,7 @@ func (u *ui) jobPage(r *http.Request) (string, pageData, error) {
 		}
 		v.Evals = append(v.Evals, row)
 	}
+	u.jobDeploymentViews(r.Context(), v, job, q)
 	return "job", v, nil
 }
 

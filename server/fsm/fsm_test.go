@@ -20,6 +20,11 @@ func TestApplyEachMessageType(t *testing.T) {
 	eval := statetest.Eval(job)
 	alloc := statetest.Alloc(job, node)
 	alloc.EvalID = eval.ID
+	// Job versions and deployments.
+	dep := &structs.Deployment{ID: structs.GenerateUUID(), JobID: job.ID, Status: structs.DeploymentStatusRunning,
+		TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 1, ProgressDeadline: 60e9}}}
+	depAlloc := statetest.Alloc(job, node)
+	depAlloc.DeploymentID = dep.ID
 
 	steps := []struct {
 		name      string
@@ -216,6 +221,51 @@ func TestApplyEachMessageType(t *testing.T) {
 		{
 			name: "job stability of an unknown version", mt: structs.JobStabilityRequestType,
 			msg: &structs.JobStabilityRequest{JobID: job.ID, JobVersion: 7, Stable: true}, wantErr: structs.ErrNotFound,
+		},
+		{
+			name: "plan results with a deployment", mt: structs.ApplyPlanResultsRequestType,
+			msg: &structs.ApplyPlanResultsRequest{Deployment: dep, AllocsPlaced: []*structs.Allocation{depAlloc}, UpdatedAt: 100},
+			check: func(t *testing.T) {
+				d, _ := tf.State().DeploymentByID(nil, dep.ID)
+				if d == nil || d.TaskGroups["web"].PlacedAllocs != 1 || d.TaskGroups["web"].RequireProgressBy != 100+60e9 {
+					t.Fatalf("deployment = %+v", d)
+				}
+			},
+		},
+		{
+			name: "deployment alloc health", mt: structs.DeploymentAllocHealthRequestType,
+			msg: &structs.DeploymentAllocHealthRequest{DeploymentID: dep.ID, HealthyAllocationIDs: []string{depAlloc.ID}, Timestamp: 200},
+			check: func(t *testing.T) {
+				d, _ := tf.State().DeploymentByID(nil, dep.ID)
+				a, _ := tf.State().AllocByID(nil, depAlloc.ID)
+				if d.TaskGroups["web"].HealthyAllocs != 1 || !a.DeploymentStatus.IsHealthy() || a.DeploymentStatus.Timestamp != 200 {
+					t.Fatalf("deployment %+v alloc %+v", d.TaskGroups["web"], a.DeploymentStatus)
+				}
+			},
+		},
+		{
+			name: "deployment alloc health of an unknown allocation", mt: structs.DeploymentAllocHealthRequestType,
+			msg: &structs.DeploymentAllocHealthRequest{DeploymentID: dep.ID, HealthyAllocationIDs: []string{alloc.ID}}, wantErr: structs.ErrNotFound,
+		},
+		{
+			name: "deployment promote without canaries", mt: structs.DeploymentPromoteRequestType,
+			msg: &structs.DeploymentPromoteRequest{DeploymentID: dep.ID, All: true}, wantErr: structs.ErrInvalid,
+		},
+		{
+			name: "deployment status successful", mt: structs.DeploymentStatusUpdateRequestType,
+			msg: &structs.DeploymentStatusUpdateRequest{DeploymentUpdate: &structs.DeploymentStatusUpdate{DeploymentID: dep.ID,
+				Status: structs.DeploymentStatusSuccessful, StatusDescription: structs.DeploymentStatusDescriptionSuccessful}, UpdatedAt: 300},
+			check: func(t *testing.T) {
+				d, _ := tf.State().DeploymentByID(nil, dep.ID)
+				if d.Status != structs.DeploymentStatusSuccessful || d.ModifyTime != 300 {
+					t.Fatalf("deployment = %+v", d)
+				}
+			},
+		},
+		{
+			name: "deployment status of an unknown deployment", mt: structs.DeploymentStatusUpdateRequestType,
+			msg: &structs.DeploymentStatusUpdateRequest{DeploymentUpdate: &structs.DeploymentStatusUpdate{DeploymentID: "nope",
+				Status: structs.DeploymentStatusFailed}}, wantErr: structs.ErrNotFound,
 		},
 		{
 			name: "job register without job", mt: structs.JobRegisterRequestType,

@@ -39,6 +39,17 @@ func populated(t testing.TB) *testFSM {
 	apply(structs.AllocClientUpdateRequestType, &structs.AllocClientUpdateRequest{Allocs: []*structs.Allocation{{ID: a1.ID, ClientStatus: "running",
 		TaskStates: map[string]*structs.TaskState{"server": {State: "running", Events: []*structs.TaskEvent{{Type: "Started", Time: 5, Details: map[string]string{"pid": "42"}}}}}}}, UpdatedAt: 200})
 	apply(structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{JobID: web.ID, Eval: statetest.Eval(web)})
+	// Job versions and deployments: a second version of train, a
+	// deployment with a healthy allocation.
+	train2 := train.Copy()
+	train2.Priority = 70
+	apply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: train2})
+	d := &structs.Deployment{ID: structs.GenerateUUID(), JobID: train.ID, JobVersion: 1, Status: structs.DeploymentStatusRunning,
+		TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 1}}}
+	a3 := statetest.Alloc(train2, n1)
+	a3.DeploymentID = d.ID
+	apply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Deployment: d, AllocsPlaced: []*structs.Allocation{a3}, UpdatedAt: 300})
+	apply(structs.DeploymentAllocHealthRequestType, &structs.DeploymentAllocHealthRequest{DeploymentID: d.ID, HealthyAllocationIDs: []string{a3.ID}, Timestamp: 400})
 	return tf
 }
 
@@ -62,7 +73,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if dst.State() == old {
 		t.Fatal("State() still returns the old store")
 	}
-	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals} {
+	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals, state.TableJobVersions, state.TableDeployments} {
 		a, _ := src.State().Index(table)
 		b, _ := dst.State().Index(table)
 		if a != b || a == 0 {
