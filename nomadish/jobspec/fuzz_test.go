@@ -40,6 +40,8 @@ func FuzzParse(f *testing.F) {
 		`job "a" { meta = { a = null } }`,
 		`variable "v" { type = list(number) }` + "\n" + `job "a" {}`,
 		`job "a" { group "g" { reschedule { delay = "5s" delay_function = "exponential" max_delay = "1h" } } }`,
+		`job "a" { update { canary = 1 } group "g" { update { max_parallel = 2 max_unavailable = 0 min_healthy_time = "1x" } } }`,
+		`job "a" { group "g" { update { health_check = "manual" auto_revert = true auto_promote = "yes" } update {} } }`,
 	} {
 		f.Add([]byte(s))
 	}
