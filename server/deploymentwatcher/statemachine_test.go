@@ -229,6 +229,45 @@ func TestDeploymentStateMachine(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a stopped job cancels its running deployment",
+		job:  serviceJob(rolling, 0),
+		run: func(t *testing.T, h *harness, job *structs.Job) {
+			startHealthy(t, h, job)
+			h.register(version(job, "1"))
+			running := h.deployment(job.ID)
+			stopped := h.job(job.ID).Copy()
+			stopped.Stop = true
+			h.register(stopped)
+			d, _ := h.st().DeploymentByID(nil, running.ID)
+			if d.Status != structs.DeploymentStatusCancelled || d.StatusDescription != structs.DeploymentStatusDescriptionStoppedJob {
+				t.Fatalf("deployment after the stop = %s %q", d.Status, d.StatusDescription)
+			}
+			if n := len(h.live(job.ID)); n != 0 {
+				t.Fatalf("%d allocations still live after the stop", n)
+			}
+		},
+	}, {
+		name: "a newer version cancels the running deployment",
+		job:  serviceJob(rolling, 0),
+		run: func(t *testing.T, h *harness, job *structs.Job) {
+			startHealthy(t, h, job)
+			h.register(version(job, "1"))
+			first := h.deployment(job.ID)
+			h.register(version(job, "2"))
+			d, _ := h.st().DeploymentByID(nil, first.ID)
+			if d.Status != structs.DeploymentStatusCancelled || d.StatusDescription != structs.DeploymentStatusDescriptionNewerJob {
+				t.Fatalf("older deployment = %s %q", d.Status, d.StatusDescription)
+			}
+			if latest := h.deployment(job.ID); latest.JobVersion != 2 || latest.Status != structs.DeploymentStatusRunning {
+				t.Fatalf("newest deployment = v%d %s", latest.JobVersion, latest.Status)
+			}
+			rollOut(t, h, job.ID, 2, 1, 2)
+			h.watch()
+			if live := h.live(job.ID); len(live) != 3 || len(ofVersion(live, 2)) != 3 {
+				t.Fatalf("live after the rollout: %d, of version 2 %d", len(live), len(ofVersion(live, 2)))
+			}
+		},
+	}, {
 		name: "manual health",
 		job:  serviceJob(with(func(u *structs.UpdateStrategy) { u.HealthCheck = structs.UpdateHealthCheckManual }), 0),
 		run: func(t *testing.T, h *harness, job *structs.Job) {
