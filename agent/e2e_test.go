@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/gpulayer/gpulayer/internal/waittest"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulayer/gpulayer/internal/porttest"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -56,14 +56,11 @@ func gpulayerBinary(t testing.TB) string {
 	return binPath
 }
 
+// freePort is a port for an agent the test starts; see internal/porttest
+// for why a released port-0 listener is not enough.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return porttest.Take(t)
 }
 
 // devAgent is a `gpulayer agent -dev` process.

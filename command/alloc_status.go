@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/hashicorp/cli"
@@ -203,6 +204,12 @@ func (m *Meta) formatTask(a *api.Allocation, name string) string {
 			[2]string{"Finished At", m.formatUnixNano(ts.FinishedAt)},
 		)
 	}
+	if d := taskMaxRunDuration(a, name); d > 0 {
+		pairs = append(pairs, [2]string{"Max Run Duration", d.String()})
+		if ts != nil && ts.Deadline != 0 {
+			pairs = append(pairs, [2]string{"Deadline", m.formatUnixNano(ts.Deadline)})
+		}
+	}
 	var res *api.AllocatedTaskResources
 	if a.AllocatedResources != nil {
 		res = a.AllocatedResources.Tasks[name]
@@ -279,4 +286,26 @@ func allocInputs(a *api.Allocation) [][]string {
 		}
 	}
 	return rows
+}
+
+// taskMaxRunDuration is the max_run_duration that applies to the task of
+// the allocation's group: the shorter of the group's and the task's, 0
+// when neither is set or the allocation carries no job.
+func taskMaxRunDuration(a *api.Allocation, task string) time.Duration {
+	if a.Job == nil {
+		return 0
+	}
+	for _, tg := range a.Job.TaskGroups {
+		if tg == nil || tg.Name != a.TaskGroup {
+			continue
+		}
+		d := tg.MaxRunDuration
+		for _, t := range tg.Tasks {
+			if t != nil && t.Name == task && t.MaxRunDuration > 0 && (d <= 0 || t.MaxRunDuration < d) {
+				d = t.MaxRunDuration
+			}
+		}
+		return max(d, 0)
+	}
+	return 0
 }

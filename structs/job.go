@@ -144,6 +144,12 @@ type TaskGroup struct {
 	// Update is the group's update block: how a new job version rolls out
 	// (structs/deployment.go); nil replaces everything at once.
 	Update *UpdateStrategy `json:",omitempty"`
+	// MaxRunDuration bounds how long each allocation of the group runs, in
+	// a batch job only: past it, measured from the allocation's start on
+	// its client, every task still running is stopped and fails with a
+	// "Deadline Exceeded" event. Zero means no bound. See
+	// structs/deadline.go.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // Task is one process or container run by a driver.
@@ -170,6 +176,9 @@ type Task struct {
 	// Artifacts are fetched beneath the task directory before the task
 	// starts (structs/alloc_artifacts.go); at most MaxTaskArtifacts.
 	Artifacts []*TaskArtifact `json:",omitempty"`
+	// MaxRunDuration bounds this task like TaskGroup.MaxRunDuration (batch
+	// jobs only; zero: none); with both set, the shorter applies.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // validUser is what a task's user may look like (POSIX portable user
@@ -431,6 +440,7 @@ func (tg *TaskGroup) validate(jobType string) []string {
 		add("%s", msg)
 	}
 	p = append(p, rescheduleBoundProblems(tg.ReschedulePolicy)...)
+	p = append(p, deadlineProblems(jobType, tg)...)
 	p = append(p, mapProblems("meta", tg.Meta)...)
 	p = append(p, listProblems("", len(tg.Constraints), len(tg.Affinities))...)
 	if rp := tg.RestartPolicy; rp != nil {

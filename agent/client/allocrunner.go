@@ -51,6 +51,10 @@ type allocRunner struct {
 	// (deploy_health.go), deployHealth its verdict once set.
 	healthDeployment string
 	deployHealth     *structs.AllocDeploymentStatus
+	// priorStart is when an earlier life of this client started the
+	// allocation (Unix nanoseconds; 0: it did not, or no task has a
+	// max_run_duration), for its deadlines (deadline.go).
+	priorStart int64
 
 	done chan struct{}
 }
@@ -109,25 +113,38 @@ func (ar *allocRunner) run() {
 		ar.finish()
 		return
 	}
+	start := ar.allocStart(tg)
 	ar.mu.Lock()
 	for _, t := range tg.Tasks {
 		tr := newTaskRunner(ar.taskRunnerConfig(t, tg.RestartPolicy))
 		tr.recovered = ar.recovered[t.Name]
 		ar.tasks[t.Name] = tr
+	}
+	ar.setDeadlines(tg, start)
+	for _, t := range tg.Tasks {
+		tr := ar.tasks[t.Name]
+		var deadline int64
+		if !tr.deadline.IsZero() {
+			deadline = tr.deadline.UnixNano()
+		}
 		if prev := ar.alloc.TaskStates[t.Name]; tr.recovered != nil && prev != nil {
 			// Reattaching: keep the task's history as last reported.
 			ar.taskStates[t.Name] = prev.Copy()
+			ar.taskStates[t.Name].Deadline = deadline
 			continue
 		}
 		ar.taskStates[t.Name] = &structs.TaskState{
-			State:  structs.TaskStatePending,
-			Events: []*structs.TaskEvent{{Type: structs.TaskEventReceived, Time: time.Now().UnixNano(), Message: "Task received by client", DisplayMessage: "Task received by client"}},
+			State:    structs.TaskStatePending,
+			Deadline: deadline,
+			Events:   []*structs.TaskEvent{{Type: structs.TaskEventReceived, Time: time.Now().UnixNano(), Message: "Task received by client", DisplayMessage: "Task received by client"}},
 		}
 	}
 	stop := ar.stopRequested
 	ar.mu.Unlock()
 	ar.changed()
 	ar.trackDeploymentHealth(ar.alloc)
+	stopTimers := ar.armDeadlines()
+	defer stopTimers()
 
 	for _, t := range tg.Tasks {
 		tr := ar.tasks[t.Name]
@@ -206,6 +223,9 @@ func (ar *allocRunner) finish() {
 		if err := ar.c.state.deleteHandles(ar.alloc.ID); err != nil {
 			ar.logger.Warn("forget task handles", "error", err)
 		}
+		if err := ar.c.state.deleteAllocStart(ar.alloc.ID); err != nil {
+			ar.logger.Warn("forget allocation start", "error", err)
+		}
 	}
 	ar.logger.Info("allocation finished", "client_status", rec.ClientStatus)
 	ar.changed()
@@ -257,7 +277,7 @@ func (ar *allocRunner) recompute() {
 		return
 	}
 	var running, dead int
-	var failed []string
+	var failed, atDeadline []string
 	for name, ts := range ar.taskStates {
 		switch ts.State {
 		case structs.TaskStateRunning:
@@ -267,11 +287,17 @@ func (ar *allocRunner) recompute() {
 			if ts.Failed {
 				failed = append(failed, name)
 			}
+			if failedAtDeadline(ts) {
+				atDeadline = append(atDeadline, name)
+			}
 		}
 	}
 	switch {
 	case dead == len(ar.taskStates) && !ar.collected:
 		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusRunning, "Tasks have ended; uploading outputs and logs"
+	case dead == len(ar.taskStates) && len(atDeadline) > 0:
+		sort.Strings(atDeadline)
+		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusFailed, deadlineDescription(atDeadline)
 	case dead == len(ar.taskStates) && len(failed) > 0:
 		sort.Strings(failed)
 		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusFailed, "Failed tasks: "+strings.Join(failed, ", ")

@@ -45,6 +45,10 @@ type Client struct {
 	// recovered holds the task handles an earlier life of this client
 	// recorded, by allocation and task, until the allocation is seen again.
 	recovered map[string]map[string]*driver.TaskHandle
+	// starts holds the allocation starts (Unix nanoseconds) an earlier
+	// life recorded for max_run_duration (deadline.go), until a runner
+	// takes them or applyAllocs prunes them.
+	starts map[string]int64
 	// tel is the GPU telemetry (telemetry.go).
 	tel telemetry
 
@@ -107,6 +111,10 @@ func NewClient(cfg *Config) (*Client, error) {
 		return nil, err
 	}
 	if c.recovered, err = c.state.handles(); err != nil {
+		c.state.close()
+		return nil, err
+	}
+	if c.starts, err = c.state.allocStarts(); err != nil {
 		c.state.close()
 		return nil, err
 	}

@@ -101,6 +101,12 @@ type taskRunner struct {
 	// that happens.
 	restartCh  chan struct{}
 	restarting atomic.Bool
+
+	// deadlineState is the task's max_run_duration (deadline.go), set by
+	// the alloc runner before run; deadlineStop is set when runOnce
+	// stopped the task for it.
+	deadlineState
+	deadlineStop atomic.Bool
 }
 
 func newTaskRunner(cfg taskRunnerConfig) *taskRunner {
@@ -123,6 +129,8 @@ func newTaskRunner(cfg taskRunnerConfig) *taskRunner {
 		killCh:    make(chan struct{}),
 		done:      make(chan struct{}),
 		restartCh: make(chan struct{}, 1),
+
+		deadlineState: deadlineState{expireCh: make(chan struct{})},
 	}
 }
 
@@ -177,12 +185,8 @@ func (tr *taskRunner) run() {
 	}
 	if tr.recovered == nil {
 		tr.setState(tr.event(structs.TaskEventSetup, "Building Task Directory", nil), nil)
-		for _, h := range tr.cfg.Prestart {
-			if err := h.prestart(tr.cfg.Ctx, tr); err != nil {
-				tr.logger.Error("prestart hook failed", "hook", h.name(), "error", err)
-				tr.dead(tr.event(h.failureEvent(), err.Error(), nil), true)
-				return
-			}
+		if !tr.prestart() {
+			return
 		}
 	}
 
@@ -190,6 +194,10 @@ func (tr *taskRunner) run() {
 		// A recovered task runs already: reattach, then stop it if asked.
 		if tr.killed() && tr.recovered == nil {
 			tr.dead(tr.event(structs.TaskEventKilled, "Task killed before it started", nil), false)
+			return
+		}
+		if tr.expired() && tr.recovered == nil {
+			tr.deadlineExceeded(nil, "before it started")
 			return
 		}
 		recovered := tr.recovered
@@ -204,6 +212,10 @@ func (tr *taskRunner) run() {
 			tr.dead(tr.event(structs.TaskEventDriverFailure, err.Error(), func(e *structs.TaskEvent) {
 				e.Details = map[string]string{"driver": tr.drv.Name()}
 			}), true)
+			return
+		}
+		if tr.deadlineStop.Load() {
+			tr.deadlineExceeded(res, "and was stopped")
 			return
 		}
 		if tr.restarting.Swap(false) && !killed {
@@ -231,6 +243,12 @@ func (tr *taskRunner) run() {
 			e.ExitCode, e.Signal = res.ExitCode, res.Signal
 		}), func(ts *structs.TaskState) { ts.ExitCode = res.ExitCode })
 
+		if tr.expired() {
+			// The deadline is the allocation's: a restart would only be
+			// stopped again.
+			tr.deadlineExceeded(res, "as it exited")
+			return
+		}
 		restart, delay, reason := tr.restart.next()
 		if !restart {
 			tr.dead(tr.event(structs.TaskEventNotRestarting, reason, nil), true)
@@ -248,6 +266,10 @@ func (tr *taskRunner) run() {
 		case <-tr.killCh:
 			t.Stop()
 			tr.dead(tr.event(structs.TaskEventKilled, "Task killed while waiting to restart", nil), false)
+			return
+		case <-tr.expireCh:
+			t.Stop()
+			tr.deadlineExceeded(nil, "while waiting to restart")
 			return
 		}
 	}
@@ -364,12 +386,22 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 	case <-tr.killCh:
 	case <-tr.restartCh:
 		tr.restarting.Store(true)
+	case <-tr.expireCh:
 	}
 	timeout := tr.task.KillTimeout
 	if timeout <= 0 {
 		timeout = driver.DefaultKillTimeout
 	}
-	tr.setState(tr.event(structs.TaskEventKilling, fmt.Sprintf("Sent interrupt. Waiting %s before force killing", timeout), nil), nil)
+	killing := fmt.Sprintf("Sent interrupt. Waiting %s before force killing", timeout)
+	// The alloc runner expires every task of a deadline before any can
+	// fail and kill its siblings: an expired task stops for its deadline
+	// whichever channel the select took.
+	if tr.expired() {
+		tr.deadlineStop.Store(true)
+		tr.restarting.Store(false)
+		killing = fmt.Sprintf("max_run_duration of %s exceeded. %s", tr.maxRun, killing)
+	}
+	tr.setState(tr.event(structs.TaskEventKilling, killing, nil), nil)
 	if err := tr.drv.StopTask(cfg.ID, timeout, tr.task.KillSignal); err != nil {
 		tr.logger.Warn("stop task", "error", err)
 	}
@@ -482,4 +514,32 @@ func (tr *taskRunner) requestRestart() bool {
 	default:
 		return false
 	}
+}
+
+// prestart runs the prestart hooks, bounded by the client's life and the
+// task's deadline. A hook's failure ends the task (failed, with the hook's
+// event, or a Deadline Exceeded one when the deadline cut it short) and
+// prestart reports false.
+func (tr *taskRunner) prestart() bool {
+	ctx, cancel := context.WithCancel(tr.cfg.Ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-tr.expireCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for _, h := range tr.cfg.Prestart {
+		if err := h.prestart(ctx, tr); err != nil {
+			if tr.expired() {
+				tr.deadlineExceeded(nil, fmt.Sprintf("during its %s prestart hook, before it started", h.name()))
+				return false
+			}
+			tr.logger.Error("prestart hook failed", "hook", h.name(), "error", err)
+			tr.dead(tr.event(h.failureEvent(), err.Error(), nil), true)
+			return false
+		}
+	}
+	return true
 }

@@ -87,6 +87,7 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 			// running: reattach to them only to stop them.
 			ar := newAllocRunner(c, a.Copy())
 			ar.recovered = c.takeRecovered(a.ID)
+			ar.priorStart, _ = c.takeAllocStart(a.ID)
 			ar.stopRequested = true
 			c.mu.Lock()
 			c.runners[a.ID] = ar
@@ -99,6 +100,7 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 		default:
 			ar := newAllocRunner(c, a.Copy())
 			ar.recovered = c.takeRecovered(a.ID)
+			ar.priorStart, _ = c.takeAllocStart(a.ID)
 			c.mu.Lock()
 			if c.ctx.Err() != nil {
 				c.mu.Unlock()
@@ -113,6 +115,9 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 		ar.logger.Info("starting allocation", "job", ar.jobName(), "group", ar.alloc.TaskGroup)
 		go ar.run()
 	}
+	// Starts no runner took belong to allocations that will not run here
+	// again.
+	c.pruneAllocStarts()
 
 	// Allocations the servers dropped: stop, then forget. Those that
 	// finished here were garbage-collected by the servers: their record

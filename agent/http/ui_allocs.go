@@ -36,7 +36,10 @@ type taskStateRow struct {
 	Restarts           uint64
 	CPU, MemoryMB      int
 	Started, Finished  string
-	Events             []taskEventRow
+	// MaxRun is the task's max_run_duration and Deadline when it is
+	// stopped for it ("" when none, or not yet known).
+	MaxRun, Deadline string
+	Events           []taskEventRow
 }
 
 type allocView struct {
@@ -101,9 +104,10 @@ func (u *ui) allocPage(r *http.Request) (string, pageData, error) {
 		DesiredDescription: a.DesiredDescription, ClientDescription: a.ClientDescription,
 	}
 	var tasks []*structs.Task
+	var group *structs.TaskGroup
 	if a.Job != nil {
-		if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil {
-			tasks = tg.Tasks
+		if group = a.Job.LookupTaskGroup(a.TaskGroup); group != nil {
+			tasks = group.Tasks
 		}
 	}
 	// Tasks the job no longer lists but the client reported still show.
@@ -140,8 +144,16 @@ func (u *ui) allocPage(r *http.Request) (string, pageData, error) {
 		if t.Resources != nil {
 			row.CPU, row.MemoryMB = t.Resources.CPU, t.Resources.MemoryMB
 		}
+		if group != nil {
+			if d := group.TaskMaxRunDuration(t); d > 0 {
+				row.MaxRun = d.String()
+			}
+		}
 		if ts := a.TaskStates[t.Name]; ts != nil {
 			row.State, row.Failed, row.Restarts = ts.State, ts.Failed, ts.Restarts
+			if row.MaxRun != "" {
+				row.Deadline = fmtNanoTimeOpt(ts.Deadline)
+			}
 			row.Started, row.Finished = fmtNanoTimeOpt(ts.StartedAt), fmtNanoTimeOpt(ts.FinishedAt)
 			if ts.Failed {
 				switch u.localLogEmpty(r, a, t.Name, "stderr") {

@@ -146,7 +146,10 @@ type TaskState struct {
 	// StartedAt and FinishedAt are Unix nanoseconds (0 when not yet).
 	StartedAt  int64
 	FinishedAt int64
-	Events     []*TaskEvent
+	// Deadline is when the client stops the task for running past its
+	// max_run_duration, in Unix nanoseconds (0: no deadline).
+	Deadline int64 `json:",omitempty"`
+	Events   []*TaskEvent
 }
 
 // TaskEvent is one step in a task's life.

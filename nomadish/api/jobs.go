@@ -124,6 +124,12 @@ type TaskGroup struct {
 	Availability string `json:",omitempty"`
 	// Update is the group's update block: how a new version rolls out.
 	Update *UpdateStrategy `json:",omitempty"`
+	// MaxRunDuration bounds how long each allocation of the group runs
+	// (batch jobs only), measured from its start on the client; a task
+	// still running then is stopped and fails with a "Deadline Exceeded"
+	// event. It encodes in JSON as integer nanoseconds, as Nomad's; zero
+	// means no bound.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // Task is one process (or container) run by a driver.
@@ -157,6 +163,10 @@ type Task struct {
 	User string `json:",omitempty"`
 	// Artifacts are fetched beneath the task directory before it starts.
 	Artifacts []*TaskArtifact `json:",omitempty"`
+	// MaxRunDuration bounds this task as TaskGroup.MaxRunDuration does the
+	// group's (integer nanoseconds; batch jobs only); with both set, the
+	// shorter applies.
+	MaxRunDuration time.Duration `json:",omitempty"`
 }
 
 // TaskArtifact is Nomad's artifact block: GetterSource is

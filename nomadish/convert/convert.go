@@ -103,6 +103,7 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 		Requires:     cloneStrings(tg.Requires),
 		Availability: tg.Availability,
 	}
+	out.MaxRunDuration = tg.MaxRunDuration
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
 			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
@@ -139,6 +140,7 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 		Requires:     cloneStrings(tg.Requires),
 		Availability: tg.Availability,
 	}
+	out.MaxRunDuration = tg.MaxRunDuration
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &api.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
 			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
@@ -165,7 +167,7 @@ func taskToStructs(t *api.Task) *structs.Task {
 	if t == nil {
 		return nil
 	}
-	return &structs.Task{
+	out := &structs.Task{
 		Name:        t.Name,
 		Driver:      t.Driver,
 		Config:      cloneConfig(t.Config),
@@ -179,13 +181,15 @@ func taskToStructs(t *api.Task) *structs.Task {
 		User:        t.User,
 		Artifacts:   artifactsToStructs(t.Artifacts),
 	}
+	out.MaxRunDuration = t.MaxRunDuration
+	return out
 }
 
 func taskFromStructs(t *structs.Task) *api.Task {
 	if t == nil {
 		return nil
 	}
-	return &api.Task{
+	out := &api.Task{
 		Name:        t.Name,
 		Driver:      t.Driver,
 		Config:      cloneConfig(t.Config),
@@ -199,6 +203,8 @@ func taskFromStructs(t *structs.Task) *api.Task {
 		User:        t.User,
 		Artifacts:   artifactsFromStructs(t.Artifacts),
 	}
+	out.MaxRunDuration = t.MaxRunDuration
+	return out
 }
 
 func artifactsToStructs(as []*api.TaskArtifact) []*structs.TaskArtifact {

@@ -49,7 +49,8 @@ var (
 		},
 	}
 	groupSchema = &hcl.BodySchema{
-		Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "meta"}, {Name: "gang"}, {Name: "requires"}, {Name: "availability"}},
+		Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "meta"}, {Name: "gang"}, {Name: "requires"}, {Name: "availability"},
+			{Name: "max_run_duration"}},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"}, {Type: "restart"},
 			{Type: "reschedule"}, {Type: "update"},
@@ -67,6 +68,7 @@ var (
 		Attributes: []hcl.AttributeSchema{
 			{Name: "driver"}, {Name: "kill_timeout"}, {Name: "kill_signal"}, {Name: "user"},
 			{Name: "config"}, {Name: "env"}, {Name: "meta"},
+			{Name: "max_run_duration"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "config"}, {Type: "env"}, {Type: "meta"}, {Type: "resources"},
@@ -141,6 +143,7 @@ func (d *decoder) group(block *hcl.Block) *api.TaskGroup {
 	d.boolean(c.Attributes["gang"], &tg.Gang)
 	d.strList(c.Attributes["requires"], &tg.Requires)
 	d.availability(c.Attributes["availability"], &tg.Availability)
+	d.maxRunDuration(c.Attributes["max_run_duration"], &tg.MaxRunDuration)
 	for _, b := range c.Blocks {
 		switch b.Type {
 		case "constraint":
@@ -201,6 +204,7 @@ func (d *decoder) task(block *hcl.Block) *api.Task {
 	d.str(c.Attributes["kill_signal"], &t.KillSignal)
 	d.str(c.Attributes["user"], &t.User)
 	d.duration(c.Attributes["kill_timeout"], &t.KillTimeout)
+	d.maxRunDuration(c.Attributes["max_run_duration"], &t.MaxRunDuration)
 	t.Config = d.config(c)
 	t.Env = d.stringMap("env", c)
 	t.Meta = d.stringMap("meta", c)
@@ -554,4 +558,25 @@ func sortedAttrs(attrs hcl.Attributes) []*hcl.Attribute {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Range.Start.Byte < out[j].Range.Start.Byte })
 	return out
+}
+
+// maxRunDuration decodes a group's or task's max_run_duration: a duration
+// above zero. Zero is refused here, where it is known to be written (in
+// JSON a zero MaxRunDuration means none); the server checks the upper
+// bound and the job type (structs/deadline.go).
+func (d *decoder) maxRunDuration(attr *hcl.Attribute, dst *time.Duration) {
+	var v time.Duration
+	if !d.duration(attr, &v) {
+		return
+	}
+	if v <= 0 {
+		d.diags = append(d.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid max_run_duration",
+			Detail:   fmt.Sprintf("Attribute %q must be a duration above zero, such as \"30m\" or \"2h\"; got %s. Leave it out for no deadline.", attr.Name, v),
+			Subject:  attr.Expr.Range().Ptr(),
+		})
+		return
+	}
+	*dst = v
 }
