@@ -252,6 +252,9 @@ func eventFromChange(c *memdb.Change, index uint64) *structs.Event {
 	case *structs.Evaluation:
 		return &structs.Event{Topic: structs.TopicEvaluation, Type: pick(deleted, structs.EventEvalDeleted, structs.EventEvalUpdated),
 			Key: o.ID, FilterKeys: []string{o.JobID}, Index: index, Payload: structs.EventPayload{Evaluation: o}}
+	case *structs.Deployment:
+		return &structs.Event{Topic: structs.TopicDeployment, Type: pick(deleted, structs.EventDeploymentDeleted, structs.EventDeploymentStatusUpdate),
+			Key: o.ID, FilterKeys: []string{o.JobID}, Index: index, Payload: structs.EventPayload{Deployment: o}}
 	}
 	return nil
 }

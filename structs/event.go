@@ -5,9 +5,7 @@ import (
 	"strings"
 )
 
-// Event topics: the state store tables a change came from. TopicDeployment
-// is accepted in subscriptions for Nomad compatibility; GPUlayer has no
-// deployments yet, so it never carries events.
+// Event topics: the state store tables a change came from.
 const (
 	TopicJob        = "Job"
 	TopicAllocation = "Allocation"
@@ -30,6 +28,10 @@ const (
 	EventNodeDeleted       = "NodeDeleted"
 	EventEvalUpdated       = "EvaluationUpdated"
 	EventEvalDeleted       = "EvaluationDeleted"
+	// Job versions and deployments: any change of a deployment (status,
+	// counters, promotion), as Nomad's.
+	EventDeploymentStatusUpdate = "DeploymentStatusUpdate"
+	EventDeploymentDeleted      = "DeploymentDeleted"
 )
 
 // Event is one change to the cluster state, published by the state store
@@ -56,6 +58,7 @@ type EventPayload struct {
 	Allocation *Allocation `json:",omitempty"`
 	Node       *Node       `json:",omitempty"`
 	Evaluation *Evaluation `json:",omitempty"`
+	Deployment *Deployment `json:",omitempty"`
 }
 
 // EventBatch is every event of one Raft index, in the order the write made

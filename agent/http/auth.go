@@ -562,7 +562,7 @@ func withPathValues(r *http.Request, pattern string) *http.Request {
 }
 
 // filterEvents returns batch without the events the caller's ACL may not
-// read: job, allocation and evaluation events need read-job in the
+// read: job, allocation, evaluation and deployment events need read-job in the
 // object's namespace, node events node read. The batch is shared by every
 // subscriber, so a filtered one is a copy; nil when nothing is left.
 func filterEvents(r *http.Request, batch *structs.EventBatch) *structs.EventBatch {
@@ -594,6 +594,8 @@ func eventAllowed(acl *structs.ACL, e *structs.Event) bool {
 		return read(allocNamespace(p.Allocation))
 	case p.Evaluation != nil:
 		return read(p.Evaluation.Namespace)
+	case p.Deployment != nil:
+		return read(p.Deployment.Namespace)
 	}
 	return false
 }

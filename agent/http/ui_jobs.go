@@ -254,7 +254,7 @@ func (u *ui) jobPage(r *http.Request) (string, pageData, error) {
 		return "", nil, err
 	}
 	v := &jobView{pageBase: pageBase{Nav: "jobs", StreamTopics: []string{
-		structs.TopicJob + ":" + id, structs.TopicAllocation + ":" + id, structs.TopicEvaluation + ":" + id,
+		structs.TopicJob + ":" + id, structs.TopicAllocation + ":" + id, structs.TopicEvaluation + ":" + id, structs.TopicDeployment + ":" + id,
 	}}, Job: job}
 	_, queued := queuedCount(job, evals)
 	for _, tg := range job.TaskGroups {
