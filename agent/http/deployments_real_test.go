@@ -41,6 +41,27 @@ func TestDeploymentRoutes_RealServer(t *testing.T) {
 		t.Fatalf("list: %d %s", resp.StatusCode, got)
 	}
 	id := d.ID
+	// The job page shows the deployment, with its actions, and the
+	// versions.
+	page := getPage(t, ts.URL+"/ui/job/roll")
+	for _, want := range []string{`id="job-deployment"`, `data-action="fail-deployment" data-deployment="` + id + `"`, "Deployment is running", "v0 (current)"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("job page lacks %q", want)
+		}
+	}
+	if resp, got := doReq(t, "PUT", ts.URL+"/v1/jobs", strings.Replace(body, `"Count":3`, `"Count":2`, 1)); resp.StatusCode != 200 {
+		t.Fatalf("register v1: %d %s", resp.StatusCode, got)
+	}
+	waittest.For(t, 10*time.Second, "the job page lists both versions", func() (bool, string) {
+		page := getPage(t, ts.URL+"/ui/job/roll")
+		return strings.Contains(page, `data-action="revert-job" data-job="roll" data-version="0"`) && strings.Contains(page, "v1 (current)") &&
+			strings.Contains(page, `~ TaskGroups[&#34;web&#34;].Count: 3 =&gt; 2`), "versions not shown yet"
+	})
+	waittest.For(t, 10*time.Second, "the deployment of version 1", func() (bool, string) {
+		_, got := doReq(t, "GET", ts.URL+"/v1/job/roll/deployment", "")
+		return json.Unmarshal([]byte(got), &d) == nil && d.JobVersion == 1, got
+	})
+	id = d.ID
 	for _, tc := range []struct {
 		name, method, path, body string
 		code                     int
