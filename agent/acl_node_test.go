@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -45,7 +46,7 @@ func TestNodeIdentityWithACLs(t *testing.T) {
 
 	var nodeID string
 	waittest.For(t, 30*time.Second, "the client node ready", func() (bool, string) {
-		var nodes []*structs.Node
+		var nodes []*api.Node
 		code, body := req(t, http.MethodGet, s.url+"/v1/nodes", mgmt, nil)
 		if code != http.StatusOK || json.Unmarshal([]byte(body), &nodes) != nil || len(nodes) != 1 {
 			return false, body
@@ -107,7 +108,7 @@ func TestNodeIdentityWithACLs(t *testing.T) {
 	}
 	var allocID string
 	waittest.For(t, 60*time.Second, "the job complete on the rotated node", func() (bool, string) {
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		code, body := req(t, http.MethodGet, s.url+"/v1/job/after-rotate/allocations", mgmt, nil)
 		if code != http.StatusOK || json.Unmarshal([]byte(body), &allocs) != nil {
 			return false, body
@@ -135,7 +136,7 @@ func TestNodeIdentityWithACLs(t *testing.T) {
 			t.Errorf("logs from the client agent as %s: %d %s", who, code, body)
 		}
 	}
-	var node structs.Node
+	var node api.Node
 	if code, body := req(t, http.MethodGet, s.url+"/v1/node/"+nodeID, mgmt, nil); code != http.StatusOK || json.Unmarshal([]byte(body), &node) != nil || node.Status != structs.NodeStatusReady {
 		t.Errorf("node after rotate: %d %s", code, body)
 	}

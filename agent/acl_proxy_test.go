@@ -90,9 +90,9 @@ node { policy = "read" }
 	}}); code != http.StatusOK {
 		t.Fatalf("submit: %d %s", code, body)
 	}
-	var alloc structs.Allocation
+	var alloc api.Allocation
 	waittest.For(t, 30*time.Second, "the allocation running", func() (bool, string) {
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		code, body := req(t, http.MethodGet, s.url+"/v1/job/proxied/allocations", mgmt, nil)
 		if code != http.StatusOK || json.Unmarshal([]byte(body), &allocs) != nil {
 			return false, body
@@ -168,7 +168,7 @@ node { policy = "read" }
 		t.Fatalf("restart through the server: %v", err)
 	}
 	waittest.For(t, 30*time.Second, "the task restarted", func() (bool, string) {
-		var a structs.Allocation
+		var a api.Allocation
 		code, body := req(t, http.MethodGet, s.url+"/v1/allocation/"+alloc.ID, user, nil)
 		if code != http.StatusOK || json.Unmarshal([]byte(body), &a) != nil {
 			return false, body

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,7 +108,7 @@ func TestE2EAllocActions(t *testing.T) {
 		t.Fatalf("alloc restart: %d %s", code, out)
 	}
 	waittest.For(t, 15*time.Second, "task restarted", func() (bool, string) {
-		var al structs.Allocation
+		var al api.Allocation
 		a.getJSON("/v1/allocation/"+alloc.ID, &al)
 		ts := al.TaskStates["main"]
 		return ts != nil && ts.Restarts == 1 && ts.State == structs.TaskStateRunning, fmt.Sprintf("%+v", ts)
@@ -122,7 +123,7 @@ func TestE2EAllocActions(t *testing.T) {
 	// One node: the replacement cannot be placed, so the allocation runs
 	// until the deadline and is then stopped.
 	waittest.For(t, 20*time.Second, "drain deadline stops the allocation", func() (bool, string) {
-		var al structs.Allocation
+		var al api.Allocation
 		a.getJSON("/v1/allocation/"+alloc.ID, &al)
 		return al.DesiredStatus == structs.AllocDesiredStatusStop && al.ClientTerminalStatus(), al.DesiredStatus + "/" + al.ClientStatus
 	})

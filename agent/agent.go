@@ -226,6 +226,7 @@ func (a *Agent) start() error {
 		ServerTLS:        serverHTTPTLS(tb),
 		NodeTLS:          nodeHTTPTLS(tb),
 		ACLEnabled:       cfg.ACLEnabled(),
+		Region:           cfg.Region,
 	}
 	if hcfg.ACLEnabled && a.server == nil {
 		// A client-only agent has no state: it asks its servers.

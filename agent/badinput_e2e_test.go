@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,10 +108,10 @@ func TestE2EBadTaskConfigs(t *testing.T) {
 
 	// The running service was not disturbed.
 	time.Sleep(200 * time.Millisecond)
-	var after structs.Allocation
+	var after api.Allocation
 	a.getJSON("/v1/allocation/"+before.ID, &after)
 	b, aft := before.TaskStates["main"], after.TaskStates["main"]
-	if after.ClientStatus != structs.AllocClientStatusRunning || aft.Restarts != 0 || aft.StartedAt != b.StartedAt {
-		t.Fatalf("good service changed: %s restarts %d started %d (was %d)", after.ClientStatus, aft.Restarts, aft.StartedAt, b.StartedAt)
+	if after.ClientStatus != structs.AllocClientStatusRunning || aft.Restarts != 0 || !aft.StartedAt.Equal(b.StartedAt) {
+		t.Fatalf("good service changed: %s restarts %d started %s (was %s)", after.ClientStatus, aft.Restarts, aft.StartedAt, b.StartedAt)
 	}
 }

@@ -48,9 +48,9 @@ func TestAllocActionsOnClientOnlyAgent(t *testing.T) {
 	if code, body := putJSON(t, srvURL+"/v1/jobs", map[string]interface{}{"Job": job}, ""); code != 200 {
 		t.Fatalf("PUT /v1/jobs: %d %s", code, body)
 	}
-	var alloc *structs.Allocation
+	var alloc *api.Allocation
 	waittest.For(t, 30*time.Second, "the allocation running", func() (bool, string) {
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		if err := getJSON(srvURL+"/v1/job/actions/allocations", &allocs); err != nil {
 			return false, err.Error()
 		}
@@ -95,7 +95,7 @@ func TestAllocActionsOnClientOnlyAgent(t *testing.T) {
 		t.Fatalf("restart through the server: %v", err)
 	}
 	waittest.For(t, 30*time.Second, "the task restarted", func() (bool, string) {
-		var a structs.Allocation
+		var a api.Allocation
 		if err := getJSON(srvURL+"/v1/allocation/"+alloc.ID, &a); err != nil {
 			return false, err.Error()
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"io"
 	"net/http"
 	"strings"
@@ -66,7 +67,7 @@ func TestClientOnlyAgentOverHTTP(t *testing.T) {
 	ccfg.Client.DevGPUs = &two
 	cl := startAgent(t, ccfg)
 
-	var nodes []*structs.Node
+	var nodes []*api.Node
 	waittest.For(t, 20*time.Second, "the client node registered", func() (bool, string) {
 		nodes = nil
 		if err := getJSON(srvURL+"/v1/nodes", &nodes); err != nil {
@@ -74,7 +75,7 @@ func TestClientOnlyAgentOverHTTP(t *testing.T) {
 		}
 		return len(nodes) == 1 && nodes[0].Status == structs.NodeStatusReady, fmt.Sprintf("%d nodes", len(nodes))
 	})
-	var node structs.Node
+	var node api.Node
 	if err := getJSON(srvURL+"/v1/node/"+nodes[0].ID, &node); err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +97,9 @@ func TestClientOnlyAgentOverHTTP(t *testing.T) {
 	if code, body := putJSON(t, srvURL+"/v1/jobs", map[string]interface{}{"Job": job}, ""); code != 200 {
 		t.Fatalf("PUT /v1/jobs: %d %s", code, body)
 	}
-	var alloc *structs.Allocation
+	var alloc *api.Allocation
 	waittest.For(t, 30*time.Second, "the allocation complete", func() (bool, string) {
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		if err := getJSON(srvURL+"/v1/job/over-http/allocations", &allocs); err != nil {
 			return false, err.Error()
 		}

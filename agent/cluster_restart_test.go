@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"io"
 	"net/http"
 	"strconv"
@@ -55,12 +56,12 @@ func (c *testCluster) registerRetry(body []byte) {
 
 // allocsByStatus returns the allocations (default read, so the leader's
 // state) counted by client status.
-func (c *testCluster) allocsByStatus() (map[string]int, []*structs.Allocation, error) {
+func (c *testCluster) allocsByStatus() (map[string]int, []*api.Allocation, error) {
 	for _, p := range c.servers {
 		if !p.alive() {
 			continue
 		}
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		if err := c.get(p, "/v1/allocations", &allocs); err != nil {
 			continue
 		}

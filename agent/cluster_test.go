@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -406,17 +407,17 @@ func (c *testCluster) waitAllocsSettled(timeout time.Duration) {
 			return false, "no leader"
 		}
 		var self struct {
-			Stats map[string]interface{}
+			Stats struct{ Nomad map[string]interface{} }
 		}
 		if err := c.get(l, "/v1/agent/self", &self); err != nil {
 			return false, err.Error()
 		}
 		for _, k := range []string{"broker.total_ready", "broker.total_unacked", "plan.queue_depth"} {
-			if v := fmt.Sprint(self.Stats[k]); v != "0" {
+			if v := fmt.Sprint(self.Stats.Nomad[k]); v != "0" {
 				return false, fmt.Sprintf("%s = %s", k, v)
 			}
 		}
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		if err := c.get(l, "/v1/allocations", &allocs); err != nil {
 			return false, err.Error()
 		}
@@ -435,7 +436,7 @@ func (c *testCluster) waitAllocsSettled(timeout time.Duration) {
 func (c *testCluster) checkAllocs(t *testing.T) int {
 	t.Helper()
 	l := c.leader()
-	var stubs []*structs.Allocation
+	var stubs []*api.Allocation
 	if err := c.get(l, "/v1/allocations", &stubs); err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +447,7 @@ func (c *testCluster) checkAllocs(t *testing.T) int {
 		if s.DesiredStatus != structs.AllocDesiredStatusRun || s.ClientTerminalStatus() {
 			continue
 		}
-		var a structs.Allocation
+		var a api.Allocation
 		if err := c.get(l, "/v1/allocation/"+s.ID, &a); err != nil {
 			t.Fatal(err)
 		}

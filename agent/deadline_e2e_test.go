@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -49,7 +50,7 @@ func deadlineJob(name, reschedule string) string {
 
 // deadlineEvent returns the task's Deadline Exceeded event and its first
 // (Received) event.
-func deadlineEvent(t *testing.T, a *structs.Allocation) (dl, first *structs.TaskEvent) {
+func deadlineEvent(t *testing.T, a *api.Allocation) (dl, first *api.TaskEvent) {
 	t.Helper()
 	ts := a.TaskStates["main"]
 	if ts == nil || len(ts.Events) == 0 {
@@ -68,10 +69,10 @@ func deadlineEvent(t *testing.T, a *structs.Allocation) (dl, first *structs.Task
 // allocation's start and well before the task's 60 s sleep would end.
 // The start is not on the wire: it is the Deadline less 3 s, checked to
 // fall just before the first event.
-func checkStoppedAtDeadline(t *testing.T, a *structs.Allocation, logs func() string) {
+func checkStoppedAtDeadline(t *testing.T, a *api.Allocation, logs func() string) {
 	t.Helper()
 	ts := a.TaskStates["main"]
-	if a.ClientStatus != structs.AllocClientStatusFailed || !ts.Failed || ts.Restarts != 0 {
+	if a.ClientStatus != api.AllocClientStatusFailed || !ts.Failed || ts.Restarts != 0 {
 		t.Fatalf("alloc %s: %s %q failed=%v restarts=%d, want failed at its deadline\n%s", a.ID, a.ClientStatus, a.ClientDescription, ts.Failed, ts.Restarts, logs())
 	}
 	dl, first := deadlineEvent(t, a)
@@ -80,9 +81,9 @@ func checkStoppedAtDeadline(t *testing.T, a *structs.Allocation, logs func() str
 	}
 	// The deadline counts from the allocation's start on the client, just
 	// before its first (Received) event: start = Deadline - 3s.
-	start := ts.Deadline - int64(3*time.Second)
-	if ts.Deadline == 0 || start > first.Time || time.Duration(first.Time-start) > 2*time.Second {
-		t.Errorf("alloc %s: deadline %d is not 3s after its start (received at %d)", a.ID, ts.Deadline, first.Time)
+	start := ts.Deadline.Add(-3 * time.Second).UnixNano()
+	if ts.Deadline.IsZero() || start > first.Time || time.Duration(first.Time-start) > 2*time.Second {
+		t.Errorf("alloc %s: deadline %s is not 3s after its start (received at %d)", a.ID, ts.Deadline, first.Time)
 	}
 	ran := time.Duration(dl.Time - start)
 	t.Logf("alloc %s: stopped %s after its start: %s: %s", a.ID[:8], ran, dl.Type, dl.DisplayMessage)
@@ -117,7 +118,7 @@ func TestE2EMaxRunDuration(t *testing.T) {
 	if out, code := a.cli("job", "run", "-detach", p); code != 0 {
 		t.Fatalf("job run: %d %s", code, out)
 	}
-	var allocs []*structs.Allocation
+	var allocs []*api.Allocation
 	waittest.For(t, 60*time.Second, "the allocation and its replacement failed", func() (bool, string) {
 		allocs = nil
 		if code := a.getJSON("/v1/job/deadline/allocations", &allocs); code != 200 {
@@ -125,15 +126,15 @@ func TestE2EMaxRunDuration(t *testing.T) {
 		}
 		failed := 0
 		for _, al := range allocs {
-			if al.ClientStatus == structs.AllocClientStatusFailed {
+			if al.ClientStatus == api.AllocClientStatusFailed {
 				failed++
 			}
 		}
 		return failed == 2, fmt.Sprintf("%d allocations, %d failed", len(allocs), failed)
 	})
-	var orig, repl *structs.Allocation
+	var orig, repl *api.Allocation
 	for _, stub := range allocs {
-		var full structs.Allocation
+		var full api.Allocation
 		if code := a.getJSON("/v1/allocation/"+stub.ID, &full); code != 200 {
 			t.Fatalf("GET allocation %s: %d", stub.ID, code)
 		}
@@ -148,8 +149,8 @@ func TestE2EMaxRunDuration(t *testing.T) {
 	}
 	checkStoppedAtDeadline(t, orig, a.logText)
 	checkStoppedAtDeadline(t, repl, a.logText)
-	if repl.TaskStates["main"].Deadline <= orig.TaskStates["main"].Deadline {
-		t.Errorf("the replacement's deadline %d is not its own (original's %d)", repl.TaskStates["main"].Deadline, orig.TaskStates["main"].Deadline)
+	if !repl.TaskStates["main"].Deadline.After(orig.TaskStates["main"].Deadline) {
+		t.Errorf("the replacement's deadline %s is not its own (original's %s)", repl.TaskStates["main"].Deadline, orig.TaskStates["main"].Deadline)
 	}
 	out, code := a.cli("alloc", "status", orig.ID)
 	for _, want := range []string{"Deadline Exceeded", "max_run_duration of 3s", "Max Run Duration", "= 3s", "Allocation exceeded max_run_duration"} {
@@ -179,12 +180,12 @@ func TestE2EMaxRunDurationAcrossKill9(t *testing.T) {
 	if out, code := a.cli("job", "run", "-detach", p); code != 0 {
 		t.Fatalf("job run: %d %s", code, out)
 	}
-	running := a.waitAllocStatus("dlkill", structs.AllocClientStatusRunning)
+	running := a.waitAllocStatus("dlkill", api.AllocClientStatusRunning)
 	details, _, _ := startedDetails(running, "main")
 	pid, _ := strconv.Atoi(details["pid"])
 	deadline := running.TaskStates["main"].Deadline
-	if pid == 0 || deadline == 0 {
-		t.Fatalf("running task: pid %q deadline %d", details["pid"], deadline)
+	if pid == 0 || deadline.IsZero() {
+		t.Fatalf("running task: pid %q deadline %s", details["pid"], deadline)
 	}
 	if err := a.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestE2EMaxRunDurationAcrossKill9(t *testing.T) {
 		t.Fatalf("task pid %d died with the agent: %v", pid, err)
 	}
 	a.start()
-	var got *structs.Allocation
+	var got *api.Allocation
 	waittest.For(t, 60*time.Second, "the reattached task stopped at its deadline", func() (bool, string) {
 		got = a.allocByJob("dlkill")
 		if got == nil {
@@ -206,8 +207,8 @@ func TestE2EMaxRunDurationAcrossKill9(t *testing.T) {
 	if _, starts, reattached := startedDetails(got, "main"); starts != 1 || !reattached {
 		t.Errorf("%d Started events, reattached %v: want the task reattached, not started again", starts, reattached)
 	}
-	if d := got.TaskStates["main"].Deadline; d != deadline {
-		t.Errorf("deadline after the restart %d, want %d from the first start", d, deadline)
+	if d := got.TaskStates["main"].Deadline; !d.Equal(deadline) {
+		t.Errorf("deadline after the restart %s, want %s from the first start", d, deadline)
 	}
 	waittest.For(t, 20*time.Second, "the task's process gone", func() (bool, string) {
 		return processGone(pid), fmt.Sprintf("pid %d still runs", pid)
@@ -294,7 +295,7 @@ func TestE2EMaxRunDurationBadInput(t *testing.T) {
 			t.Errorf("PUT /v1/jobs = %d %s, want 400 naming max_run_duration", resp.StatusCode, b)
 		}
 	})
-	var jobs []*structs.Job
+	var jobs []*api.JobListStub
 	a.getJSON("/v1/jobs", &jobs)
 	if len(jobs) != 0 {
 		t.Errorf("%d jobs registered after refused input", len(jobs))

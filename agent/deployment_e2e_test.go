@@ -14,7 +14,6 @@ import (
 
 	"github.com/gpulayer/gpulayer/internal/waittest"
 	"github.com/gpulayer/gpulayer/nomadish/api"
-	"github.com/gpulayer/gpulayer/structs"
 )
 
 // healthServerSrc is the model server stand-in: it serves /health and /
@@ -127,14 +126,24 @@ func fetchJSON(url string, out interface{}) error {
 
 // healthyCount counts the job's allocations that are told to run, are
 // running and were judged healthy by their deployment.
-func healthyCount(allocs []*structs.Allocation) int {
+func healthyCount(allocs []*api.Allocation) int {
 	n := 0
 	for _, a := range allocs {
-		if a.DesiredStatus == structs.AllocDesiredStatusRun && a.ClientStatus == structs.AllocClientStatusRunning && a.DeploymentStatus.IsHealthy() {
+		ds := a.DeploymentStatus
+		if a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusRunning && ds != nil && ds.Healthy != nil && *ds.Healthy {
 			n++
 		}
 	}
 	return n
+}
+
+// liveAlloc reports whether the allocation is told to run and not done.
+func liveAlloc(a *api.Allocation) bool {
+	switch a.ClientStatus {
+	case api.AllocClientStatusComplete, api.AllocClientStatusFailed, api.AllocClientStatusLost:
+		return false
+	}
+	return a.DesiredStatus == api.AllocDesiredStatusRun
 }
 
 // TestE2EDeploymentRollingRevert is issue 13's "must show 2" with
@@ -187,8 +196,8 @@ func TestE2EDeploymentRollingRevert(t *testing.T) {
 		}
 	})
 
-	allocs := func() []*structs.Allocation {
-		var out []*structs.Allocation
+	allocs := func() []*api.Allocation {
+		var out []*api.Allocation
 		if code := a.getJSON("/v1/job/web/allocations", &out); code != 200 {
 			t.Fatalf("allocations: %d", code)
 		}
@@ -242,7 +251,7 @@ func TestE2EDeploymentRollingRevert(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			var list []*structs.Allocation
+			var list []*api.Allocation
 			if err := fetchJSON(a.addr+"/v1/job/web/allocations", &list); err != nil {
 				continue
 			}
@@ -258,7 +267,7 @@ func TestE2EDeploymentRollingRevert(t *testing.T) {
 	waittest.For(t, 30*time.Second, "the last old allocation stopped", func() (bool, string) {
 		live := 0
 		for _, al := range allocs() {
-			if al.DesiredStatus == structs.AllocDesiredStatusRun && !al.ClientTerminalStatus() {
+			if liveAlloc(al) {
 				live++
 				if al.DeploymentID != d1.ID {
 					return false, "an old allocation still runs"
@@ -321,9 +330,9 @@ func TestE2EDeploymentRollingRevert(t *testing.T) {
 	waittest.For(t, 60*time.Second, "every live allocation runs v1 again", func() (bool, string) {
 		live := 0
 		for _, al := range allocs() {
-			if al.DesiredStatus == structs.AllocDesiredStatusRun && !al.ClientTerminalStatus() {
+			if liveAlloc(al) {
 				live++
-				var full structs.Allocation
+				var full api.Allocation
 				if a.getJSON("/v1/allocation/"+al.ID, &full); al.DeploymentID != d4.ID || full.Job == nil ||
 					fmt.Sprint(full.Job.TaskGroups[0].Tasks[0].Config["args"]) != "[-version v1]" {
 					return false, "an allocation runs another version"

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func TestDevAgentDeclaredGPUsReplaceDefaults(t *testing.T) {
 	cfg.Client.SimulatedGPUs = []*agent.SimulatedGPUConfig{{Count: 1, Model: "NVIDIA L4", Memory: 23034}}
 	a := startAgent(t, cfg)
 	url := "http://" + a.HTTPAddr()
-	var nodes []*structs.Node
+	var nodes []*api.Node
 	waittest.For(t, 20*time.Second, "the dev node registered", func() (bool, string) {
 		nodes = nil
 		if err := getJSON(url+"/v1/nodes", &nodes); err != nil {
@@ -28,7 +29,7 @@ func TestDevAgentDeclaredGPUsReplaceDefaults(t *testing.T) {
 		}
 		return len(nodes) == 1 && nodes[0].Status == structs.NodeStatusReady, fmt.Sprintf("%d nodes", len(nodes))
 	})
-	var node structs.Node
+	var node api.Node
 	if err := getJSON(url+"/v1/node/"+nodes[0].ID, &node); err != nil {
 		t.Fatal(err)
 	}

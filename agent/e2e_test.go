@@ -18,6 +18,7 @@ import (
 
 	"github.com/gpulayer/gpulayer/internal/porttest"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -187,11 +188,11 @@ func (a *devAgent) getJSON(path string, out interface{}) int {
 	return resp.StatusCode
 }
 
-func (a *devAgent) waitAllocStatus(jobID string, want ...string) *structs.Allocation {
+func (a *devAgent) waitAllocStatus(jobID string, want ...string) *api.Allocation {
 	a.t.Helper()
-	var got *structs.Allocation
+	var got *api.Allocation
 	waittest.For(a.t, 60*time.Second, fmt.Sprintf("an allocation of %s in %v", jobID, want), func() (bool, string) {
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		if code := a.getJSON("/v1/job/"+jobID+"/allocations", &allocs); code != 200 {
 			return false, fmt.Sprintf("status %d", code)
 		}
@@ -205,7 +206,7 @@ func (a *devAgent) waitAllocStatus(jobID string, want ...string) *structs.Alloca
 		}
 		return false, fmt.Sprintf("%d allocs", len(allocs))
 	})
-	var full structs.Allocation
+	var full api.Allocation
 	if code := a.getJSON("/v1/allocation/"+got.ID, &full); code != 200 {
 		a.t.Fatalf("GET allocation: %d", code)
 	}
@@ -266,7 +267,7 @@ func TestE2EHelloGPURunsAndSurvivesRestart(t *testing.T) {
 	if jobAfter.JobModifyIndex != jobBefore.JobModifyIndex || jobAfter.Version != jobBefore.Version {
 		t.Errorf("job changed across restart: before %+v after %+v", jobBefore, jobAfter)
 	}
-	var allocAfter structs.Allocation
+	var allocAfter api.Allocation
 	if code := a.getJSON("/v1/allocation/"+alloc.ID, &allocAfter); code != 200 {
 		t.Fatalf("after restart GET allocation: %d", code)
 	}
@@ -277,14 +278,14 @@ func TestE2EHelloGPURunsAndSurvivesRestart(t *testing.T) {
 	}
 	// Give the client time to (wrongly) re-run it, then check it did not.
 	time.Sleep(time.Second)
-	var allocs []*structs.Allocation
+	var allocs []*api.Allocation
 	a.getJSON("/v1/job/hello-gpu/allocations", &allocs)
 	if len(allocs) != 1 {
 		t.Errorf("after restart the job has %d allocations, want 1", len(allocs))
 	}
-	var again structs.Allocation
+	var again api.Allocation
 	a.getJSON("/v1/allocation/"+alloc.ID, &again)
-	if ts := again.TaskStates[task]; ts == nil || ts.StartedAt != alloc.TaskStates[task].StartedAt {
+	if ts := again.TaskStates[task]; ts == nil || !ts.StartedAt.Equal(alloc.TaskStates[task].StartedAt) {
 		t.Errorf("task was restarted after the agent restart: %+v", ts)
 	}
 }

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"os"
 	"path/filepath"
 	"sort"
@@ -112,7 +113,7 @@ func TestE2EGangRanksAndRestart(t *testing.T) {
 	if first[0].gpus == first[1].gpus {
 		t.Fatalf("both members got GPU %s", first[0].gpus)
 	}
-	var allocs []*structs.Allocation
+	var allocs []*api.Allocation
 	a.getJSON("/v1/job/gang-e2e/allocations", &allocs)
 	if len(allocs) != 2 {
 		t.Fatalf("%d allocations, want 2", len(allocs))

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,7 +47,7 @@ func TestE2ESystemGCRemovesPurgedJobAlloc(t *testing.T) {
 		t.Fatalf("system gc exited %d:\n%s\nagent log:\n%s", code, out, a.logText())
 	}
 	waittest.For(t, 30*time.Second, "the allocation to leave /v1/allocations", func() (bool, string) {
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		if code := a.getJSON("/v1/allocations", &allocs); code != 200 {
 			return false, fmt.Sprintf("status %d", code)
 		}

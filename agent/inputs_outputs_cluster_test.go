@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"io"
 	"net/http"
 	"testing"
@@ -75,9 +76,9 @@ func TestClusterInputToOutputSurvivesKill(t *testing.T) {
 	if err := c.putJob(follower, jb); err != nil {
 		t.Fatal(err)
 	}
-	var alloc structs.Allocation
+	var alloc api.Allocation
 	waittest.For(t, 90*time.Second, "the allocation to finish with its output recorded", func() (bool, string) {
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		if err := c.get(follower, "/v1/job/io-cluster/allocations", &allocs); err != nil || len(allocs) == 0 {
 			return false, fmt.Sprint(err)
 		}

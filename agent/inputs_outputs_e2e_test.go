@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -114,7 +115,7 @@ func TestE2EArtifactInputToOutput(t *testing.T) {
 	if alloc.ClientStatus != structs.AllocClientStatusComplete {
 		t.Fatalf("alloc %s: %s\n%v", alloc.ClientStatus, alloc.ClientDescription, alloc.TaskStates["main"].Events)
 	}
-	var full structs.Allocation
+	var full api.Allocation
 	waittest.For(t, 30*time.Second, "outputs and the log archive on the allocation", func() (bool, string) {
 		a.getJSON("/v1/allocation/"+alloc.ID, &full)
 		return len(full.Outputs) == 1 && full.LogArchive != "", fmt.Sprintf("outputs %+v archive %q", full.Outputs, full.LogArchive)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func runHelloGPU(t *testing.T, base, jobID string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		err = json.NewDecoder(resp.Body).Decode(&allocs)
 		resp.Body.Close()
 		if err != nil {
@@ -67,7 +68,7 @@ func runHelloGPU(t *testing.T, base, jobID string) {
 // scrape reads /v1/metrics and parses the text format.
 func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(base + "/v1/metrics")
+	resp, err := http.Get(base + "/v1/metrics?format=prometheus")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +168,22 @@ func TestMetricsAfterJobRuns(t *testing.T) {
 // streamLine is one line of /v1/event/stream.
 type streamLine struct {
 	Index  uint64
-	Events []*structs.Event
+	Events []*streamEvent
 	Error  string
+}
+
+// streamEvent is one event of a streamLine, its payload in the wire
+// shapes a user reads.
+type streamEvent struct {
+	Topic, Type, Key string
+	FilterKeys       []string
+	Index            uint64
+	Payload          struct {
+		Job        *api.Job
+		Allocation *api.Allocation
+		Node       *api.Node
+		Evaluation *api.Evaluation
+	}
 }
 
 // readStream reads /v1/event/stream?index=from until it has seen a batch

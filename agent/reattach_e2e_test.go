@@ -3,6 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"io"
 	"net/http"
 	"os"
@@ -19,7 +20,7 @@ import (
 
 // startedDetails returns the details of the task's last Started or
 // Reattached event, and how many Started events it has.
-func startedDetails(a *structs.Allocation, task string) (map[string]string, int, bool) {
+func startedDetails(a *api.Allocation, task string) (map[string]string, int, bool) {
 	ts := a.TaskStates[task]
 	if ts == nil {
 		return nil, 0, false
@@ -39,13 +40,13 @@ func startedDetails(a *structs.Allocation, task string) (map[string]string, int,
 	return last, starts, reattached
 }
 
-func (a *devAgent) allocByJob(jobID string) *structs.Allocation {
+func (a *devAgent) allocByJob(jobID string) *api.Allocation {
 	a.t.Helper()
-	var allocs []*structs.Allocation
+	var allocs []*api.Allocation
 	if code := a.getJSON("/v1/job/"+jobID+"/allocations", &allocs); code != 200 || len(allocs) == 0 {
 		return nil
 	}
-	var full structs.Allocation
+	var full api.Allocation
 	if code := a.getJSON("/v1/allocation/"+allocs[0].ID, &full); code != 200 {
 		return nil
 	}

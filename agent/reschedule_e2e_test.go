@@ -3,6 +3,7 @@ package agent_test
 import (
 	"fmt"
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,9 +40,9 @@ func TestE2EServiceFailingAtStartWaitsToReschedule(t *testing.T) {
 		t.Fatalf("job run: %d %s", code, out)
 	}
 	failed := a.waitAllocStatus("crash", structs.AllocClientStatusFailed)
-	var later *structs.Evaluation
+	var later *api.Evaluation
 	waittest.For(t, 30*time.Second, "a reschedule-later evaluation", func() (bool, string) {
-		var evals []*structs.Evaluation
+		var evals []*api.Evaluation
 		if code := a.getJSON("/v1/job/crash/evaluations", &evals); code != 200 {
 			return false, fmt.Sprintf("status %d", code)
 		}
@@ -53,10 +54,10 @@ func TestE2EServiceFailingAtStartWaitsToReschedule(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%d evals", len(evals))
 	})
-	if got := time.Duration(later.WaitUntil - failed.ModifyTime); got != 30*time.Second {
+	if got := time.Duration(later.WaitUntil.UnixNano() - failed.ModifyTime); got != 30*time.Second {
 		t.Fatalf("reschedule-later waits %s after the failure, want 30s", got)
 	}
-	var allocs []*structs.Allocation
+	var allocs []*api.Allocation
 	if code := a.getJSON("/v1/job/crash/allocations", &allocs); code != 200 || len(allocs) != 1 {
 		t.Fatalf("allocations: status %d, %d of them, want only the failed one", code, len(allocs))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -17,7 +18,6 @@ import (
 	"github.com/gpulayer/gpulayer/agent/tlsutil"
 	"github.com/gpulayer/gpulayer/agent/tlsutil/tlsutiltest"
 	"github.com/gpulayer/gpulayer/nomadish/jobspec"
-	"github.com/gpulayer/gpulayer/structs"
 )
 
 // BenchmarkPutToRunningTLS measures PUT /v1/jobs to the task's start
@@ -177,7 +177,7 @@ func waitStartedWith(b *testing.B, hc *http.Client, addr, jobID string) int64 {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var allocs []*structs.Allocation
+		var allocs []*api.Allocation
 		err = json.NewDecoder(resp.Body).Decode(&allocs)
 		resp.Body.Close()
 		if err != nil {
@@ -186,8 +186,8 @@ func waitStartedWith(b *testing.B, hc *http.Client, addr, jobID string) int64 {
 		fmt.Sscan(resp.Header.Get("X-Gpulayer-Index"), &index)
 		for _, al := range allocs {
 			for _, ts := range al.TaskStates {
-				if ts.StartedAt != 0 && al.ClientTerminalStatus() {
-					return ts.StartedAt
+				if !ts.StartedAt.IsZero() && al.ClientTerminalStatus() {
+					return ts.StartedAt.UnixNano()
 				}
 			}
 		}

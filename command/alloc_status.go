@@ -191,7 +191,7 @@ func (m *Meta) formatTask(a *api.Allocation, name string) string {
 		// Failed = true would say it ran and succeeded.
 		exit := "<none>"
 		switch {
-		case ts.State == api.TaskStateDead && ts.StartedAt == 0:
+		case ts.State == api.TaskStateDead && ts.StartedAt.IsZero():
 			exit = "none (never started)"
 		case ts.State == api.TaskStateDead:
 			exit = strconv.Itoa(ts.ExitCode)
@@ -200,14 +200,14 @@ func (m *Meta) formatTask(a *api.Allocation, name string) string {
 			[2]string{"Exit Code", exit},
 			[2]string{"Failed", strconv.FormatBool(ts.Failed)},
 			[2]string{"Restarts", strconv.FormatUint(ts.Restarts, 10)},
-			[2]string{"Started At", m.formatUnixNano(ts.StartedAt)},
-			[2]string{"Finished At", m.formatUnixNano(ts.FinishedAt)},
+			[2]string{"Started At", m.formatTime(ts.StartedAt)},
+			[2]string{"Finished At", m.formatTime(ts.FinishedAt)},
 		)
 	}
 	if d := taskMaxRunDuration(a, name); d > 0 {
 		pairs = append(pairs, [2]string{"Max Run Duration", d.String()})
-		if ts != nil && ts.Deadline != 0 {
-			pairs = append(pairs, [2]string{"Deadline", m.formatUnixNano(ts.Deadline)})
+		if ts != nil && !ts.Deadline.IsZero() {
+			pairs = append(pairs, [2]string{"Deadline", m.formatTime(ts.Deadline)})
 		}
 	}
 	var res *api.AllocatedTaskResources
@@ -216,8 +216,8 @@ func (m *Meta) formatTask(a *api.Allocation, name string) string {
 	}
 	if res != nil {
 		pairs = append(pairs,
-			[2]string{"CPU", fmt.Sprintf("%d MHz", res.CPU)},
-			[2]string{"Memory", fmt.Sprintf("%d MiB", res.MemoryMB)},
+			[2]string{"CPU", fmt.Sprintf("%d MHz", res.Cpu.CpuShares)},
+			[2]string{"Memory", fmt.Sprintf("%d MiB", res.Memory.MemoryMB)},
 		)
 		devices := make([]string, 0, len(res.Devices))
 		for _, d := range res.Devices {

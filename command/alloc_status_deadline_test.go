@@ -20,7 +20,7 @@ func TestAllocStatusShowsDeadline(t *testing.T) {
 			{Name: "main", MaxRunDuration: 3 * time.Second}, {Name: "other"},
 		}}}},
 		TaskStates: map[string]*api.TaskState{
-			"main": {State: api.TaskStateDead, Failed: true, Deadline: deadline.UnixNano(), Events: []*api.TaskEvent{
+			"main": {State: api.TaskStateDead, Failed: true, Deadline: deadline, Events: []*api.TaskEvent{
 				{Type: "Deadline Exceeded", Time: deadline.UnixNano(), DisplayMessage: "Task exceeded its max_run_duration of 3s and was stopped; not restarting"},
 			}},
 		},

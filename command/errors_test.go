@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/cli"
 
@@ -106,7 +107,7 @@ func TestNeverStartedTaskHasNoExitCode(t *testing.T) {
 	for _, a := range f.allocs {
 		if strings.HasPrefix(a.ID, "abcd1234") {
 			ts := a.TaskStates["main"]
-			ts.State, ts.Failed, ts.StartedAt, ts.ExitCode = "dead", true, 0, 0
+			ts.State, ts.Failed, ts.StartedAt, ts.ExitCode = "dead", true, time.Time{}, 0
 		}
 	}
 	r := runCmd(t, f.serve(t).URL, "alloc", "status", "abcd1234")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
 )
@@ -52,9 +53,9 @@ func newFakeAPI() *fakeAPI {
 		NodeID: "ef567890-0000-0000-0000-000000000000", NodeName: "laptop", JobID: "hello-gpu", Job: job, TaskGroup: "gpu",
 		DesiredStatus: "run", ClientStatus: "running", ClientDescription: "Tasks are running",
 		AllocatedResources: &api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{
-			"main": {CPU: 500, MemoryMB: 256, Devices: []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "NVIDIA H100 80GB HBM3", DeviceIDs: []string{"GPU-aaaa"}}}},
+			"main": {Cpu: api.AllocatedCpuResources{CpuShares: 500}, Memory: api.AllocatedMemoryResources{MemoryMB: 256}, Devices: []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "NVIDIA H100 80GB HBM3", DeviceIDs: []string{"GPU-aaaa"}}}},
 		}},
-		TaskStates: map[string]*api.TaskState{"main": {State: "running", StartedAt: t0 + 2e9, Events: []*api.TaskEvent{
+		TaskStates: map[string]*api.TaskState{"main": {State: "running", StartedAt: time.Unix(0, t0+2e9), Events: []*api.TaskEvent{
 			{Type: "Received", Time: t0 + 1e9, DisplayMessage: "Task received by client"},
 			{Type: "Started", Time: t0 + 2e9, DisplayMessage: "Task started by client"},
 		}}},
@@ -63,18 +64,18 @@ func newFakeAPI() *fakeAPI {
 	old := &api.Allocation{ID: "abcd9999-0000-0000-0000-000000000000", EvalID: "00000000-0000", Name: "hello-gpu.gpu[0]",
 		NodeID: alloc.NodeID, JobID: "hello-gpu", Job: job, TaskGroup: "gpu", DesiredStatus: "stop", ClientStatus: "complete",
 		AllocatedResources: &api.AllocatedResources{Tasks: map[string]*api.AllocatedTaskResources{
-			"main": {CPU: 500, MemoryMB: 256, Devices: []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "NVIDIA H100 80GB HBM3", DeviceIDs: []string{"GPU-bbbb"}}}},
+			"main": {Cpu: api.AllocatedCpuResources{CpuShares: 500}, Memory: api.AllocatedMemoryResources{MemoryMB: 256}, Devices: []*api.AllocatedDeviceResource{{Vendor: "nvidia", Type: "gpu", Name: "NVIDIA H100 80GB HBM3", DeviceIDs: []string{"GPU-bbbb"}}}},
 		}},
 		CreateIndex: 5, CreateTime: t0}
 	node := &api.Node{ID: "ef567890-0000-0000-0000-000000000000", Name: "laptop", Datacenter: "dc1", HTTPAddr: "127.0.0.1:4656",
 		Attributes: map[string]string{"kernel.name": "linux", "cpu.arch": "amd64"},
 		Drivers:    map[string]*api.DriverInfo{"native": {Detected: true, Healthy: true}, "docker": {Detected: false}},
-		NodeResources: &api.NodeResources{CPU: 16000, Cores: 8, MemoryMB: 32768, Devices: []*api.DeviceGroup{{
+		NodeResources: &api.NodeResources{Cpu: api.NodeCpuResources{CpuShares: 16000, TotalCpuCores: 8}, Memory: api.NodeMemoryResources{MemoryMB: 32768}, Devices: []*api.DeviceGroup{{
 			Vendor: "nvidia", Type: "gpu", Name: "NVIDIA H100 80GB HBM3",
 			Attributes: map[string]*api.Attribute{"memory": {Int: i64(81559), Unit: "MiB"}},
 			Instances:  []*api.DeviceInstance{{ID: "GPU-aaaa", Healthy: true}, {ID: "GPU-bbbb", Healthy: true}, {ID: "GPU-cccc", Healthy: false, HealthDescription: "Xid 79"}},
 		}}},
-		ReservedResources: &api.NodeReservedResources{CPU: 500, MemoryMB: 1024},
+		ReservedResources: &api.NodeReservedResources{Cpu: api.NodeReservedCpuResources{CpuShares: 500}, Memory: api.NodeReservedMemoryResources{MemoryMB: 1024}},
 		Status:            "ready", SchedulingEligibility: "eligible"}
 	eval := &api.Evaluation{ID: alloc.EvalID, JobID: "hello-gpu", Status: "complete", TriggeredBy: "job-register", CreateIndex: 9,
 		QueuedAllocations: map[string]int{"gpu": 0}}

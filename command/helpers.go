@@ -155,6 +155,15 @@ func (m *Meta) formatUnixNano(ns int64) string {
 	return time.Unix(0, ns).In(m.Location).Format(time.RFC3339)
 }
 
+// formatTime renders t in RFC 3339 in the meta's location, or "<none>"
+// for the zero time.
+func (m *Meta) formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "<none>"
+	}
+	return t.In(m.Location).Format(time.RFC3339)
+}
+
 // timestamp is the monitor's current time in RFC 3339.
 func (m *Meta) timestamp() string {
 	return m.Now().In(m.Location).Format(time.RFC3339)

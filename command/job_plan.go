@@ -84,10 +84,10 @@ func renderPlan(job *api.Job, plan *api.JobPlanResponse) string {
 	}
 	if plan.JobModifyIndex != 0 {
 		b.WriteString("\nChanges:\n")
-		if len(plan.Diff) == 0 {
+		if len(plan.DiffLines) == 0 {
 			b.WriteString("  (none)\n")
 		}
-		for _, d := range plan.Diff {
+		for _, d := range plan.DiffLines {
 			b.WriteString("  " + d + "\n")
 		}
 	}

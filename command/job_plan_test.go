@@ -51,7 +51,7 @@ const planSpec = `job "train" {
 `
 
 func TestJobPlan(t *testing.T) {
-	fits := &api.JobPlanResponse{JobModifyIndex: 42, Diff: []string{`~ TaskGroups["workers"].Count: 2 => 4`},
+	fits := &api.JobPlanResponse{JobModifyIndex: 42, DiffLines: []string{`~ TaskGroups["workers"].Count: 2 => 4`},
 		Groups: []*api.GroupPlan{{Name: "workers", Place: 2, InPlace: 2, Nodes: map[string]int{"gpu-a": 1, "gpu-b": 1}}}}
 	waits := &api.JobPlanResponse{Groups: []*api.GroupPlan{{Name: "workers", Queued: 4, Nodes: map[string]int{},
 		Failure: &api.AllocMetric{Explanation: "5 nodes: not enough free GPU memory (nvidia/gpu); 2: reserved 'voice'; 1: opportunistic node"}}},

@@ -23,6 +23,11 @@ func (m *Meta) resolveNodeArg(client *api.Client, self bool, args []string) (str
 			return "", m.errorf("Error reading the agent's own node: %v", err)
 		}
 		id, _ := info["NodeID"].(string)
+		if st, ok := info["stats"].(map[string]interface{}); ok && id == "" {
+			if c, ok := st["client"].(map[string]interface{}); ok {
+				id, _ = c["node_id"].(string)
+			}
+		}
 		if id == "" {
 			return "", m.errorf("The agent at %s runs no client: -self needs a client agent", m.address)
 		}

@@ -160,9 +160,9 @@ func (m *Meta) showNode(client *api.Client, id string) int {
 	}
 	if r := node.NodeResources; r != nil {
 		sb.WriteString("\n\nResources\n")
-		row := []string{fmt.Sprintf("%d MHz", r.CPU), strconv.Itoa(r.Cores), fmt.Sprintf("%d MiB", r.MemoryMB), "0 MHz", "0 MiB"}
+		row := []string{fmt.Sprintf("%d MHz", r.Cpu.CpuShares), strconv.Itoa(int(r.Cpu.TotalCpuCores)), fmt.Sprintf("%d MiB", r.Memory.MemoryMB), "0 MHz", "0 MiB"}
 		if rr := node.ReservedResources; rr != nil {
-			row[3], row[4] = fmt.Sprintf("%d MHz", rr.CPU), fmt.Sprintf("%d MiB", rr.MemoryMB)
+			row[3], row[4] = fmt.Sprintf("%d MHz", rr.Cpu.CpuShares), fmt.Sprintf("%d MiB", rr.Memory.MemoryMB)
 		}
 		sb.WriteString(table([]string{"CPU", "Cores", "Memory", "Reserved CPU", "Reserved Memory"}, [][]string{row}))
 		sb.WriteString("\n\nDevices\n")

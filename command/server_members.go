@@ -64,7 +64,7 @@ func (c *ServerMembersCommand) Run(args []string) int {
 	sort.Slice(members.Members, func(i, j int) bool { return members.Members[i].Name < members.Members[j].Name })
 	rows := make([][]string, 0, len(members.Members))
 	for _, m := range members.Members {
-		rows = append(rows, []string{m.Name, m.Addr, m.Status, strconv.FormatBool(m.Leader), m.Datacenter,
+		rows = append(rows, []string{m.Name, m.GossipAddr(), m.Status, strconv.FormatBool(m.Leader), m.Datacenter,
 			m.RaftAddr, m.HTTPAddr, strconv.Itoa(m.BootstrapExpect)})
 	}
 	c.Meta.UI.Output(table([]string{"Name", "Address", "Status", "Leader", "Datacenter", "Raft", "HTTP", "Expect"}, rows))

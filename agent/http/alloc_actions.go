@@ -67,7 +67,7 @@ func (h *handler) allocStop(w http.ResponseWriter, r *http.Request) (interface{}
 	if err != nil {
 		return nil, err
 	}
-	w.Header().Set("X-Gpulayer-Index", strconv.FormatUint(index, 10))
+	setIndex(w, index)
 	return &api.AllocStopResponse{EvalID: evalID, Index: index}, nil
 }
 
@@ -98,7 +98,7 @@ func (h *handler) nodeDrain(w http.ResponseWriter, r *http.Request) (interface{}
 	if err != nil {
 		return nil, err
 	}
-	w.Header().Set("X-Gpulayer-Index", strconv.FormatUint(index, 10))
+	setIndex(w, index)
 	return &api.NodeWriteResponse{Index: index}, nil
 }
 
@@ -116,7 +116,7 @@ func (h *handler) nodeEligibility(w http.ResponseWriter, r *http.Request) (inter
 	if err != nil {
 		return nil, err
 	}
-	w.Header().Set("X-Gpulayer-Index", strconv.FormatUint(index, 10))
+	setIndex(w, index)
 	return &api.NodeWriteResponse{Index: index}, nil
 }
 
@@ -174,6 +174,13 @@ func (h *handler) onAllocNode(fn func(w http.ResponseWriter, r *http.Request, ac
 			},
 			FlushInterval: -1,
 			Transport:     h.peers.nodeAction,
+		}
+		if isWebSocket(r) {
+			// Nomad's exec session (exec_ws.go): the node's agent
+			// answers 101 and the proxy joins the two connections.
+			keepWebSocketHeaders(r, hdr)
+			rp.ServeHTTP(w, r)
+			return
 		}
 		if !strings.HasSuffix(r.URL.Path, "/exec") {
 			// A small action body is sent whole, with its length, so the
@@ -237,7 +244,15 @@ func (h *handler) allocRestart(w http.ResponseWriter, r *http.Request, actor all
 		h.writeError(w, r, err)
 		return
 	}
-	if err := actor.AllocRestart(r.Context(), alloc.ID, req.Task); err != nil {
+	task := req.Task
+	if task == "" {
+		task = req.TaskName
+	}
+	if req.AllTasks && task != "" {
+		h.writeError(w, r, badRequest("AllTasks and a task name are exclusive"))
+		return
+	}
+	if err := actor.AllocRestart(r.Context(), alloc.ID, task); err != nil {
 		h.writeError(w, r, err)
 		return
 	}

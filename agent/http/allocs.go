@@ -3,6 +3,8 @@ package http
 import (
 	"net/http"
 
+	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/gpulayer/gpulayer/nomadish/convert"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -18,19 +20,17 @@ func (h *handler) allocList(w http.ResponseWriter, r *http.Request) (interface{}
 	}
 	setMeta(w, meta)
 	allocs = visible(r, allocs, structs.NamespaceCapabilityReadJob, allocNamespace)
-	return allocStubs(allocs), nil
+	return h.allocStubs(allocs), nil
 }
 
 // allocStubs returns the allocations without their Job, as Nomad's list
 // routes return AllocListStubs: a list of thousands of allocations would
 // otherwise repeat the whole job spec in every entry. GET
 // /v1/allocation/{id} still carries the job.
-func allocStubs(allocs []*structs.Allocation) []*structs.Allocation {
-	out := make([]*structs.Allocation, len(allocs))
+func (h *handler) allocStubs(allocs []*structs.Allocation) []*api.Allocation {
+	out := make([]*api.Allocation, len(allocs))
 	for i, a := range allocs {
-		stub := *a
-		stub.Job = nil
-		out[i] = &stub
+		out[i] = convert.AllocRead(a, h.region, false)
 	}
 	return out
 }
@@ -47,5 +47,5 @@ func (h *handler) allocGet(w http.ResponseWriter, r *http.Request) (interface{},
 		return nil, err
 	}
 	setMeta(w, meta)
-	return alloc, nil
+	return convert.AllocRead(alloc, h.region, true), nil
 }

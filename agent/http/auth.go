@@ -157,6 +157,20 @@ var routeACL = map[string]routeRule{
 	"PUT /v1/deployment/allocation-health/{id}":  nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
 	"POST /v1/deployment/allocation-health/{id}": nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
 
+	// Nomad API compatibility (issue 12, wire.go).
+	"GET /v1/job/{id}/summary":               nsRule(structs.NamespaceCapabilityReadJob, nsJob),
+	"GET /v1/evaluations":                    nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"PUT /v1/search":                         {access: accessAuthenticated},
+	"POST /v1/search":                        {access: accessAuthenticated},
+	"GET /v1/regions":                        {access: accessAuthenticated},
+	"GET /v1/namespaces":                     {access: accessAuthenticated},
+	"GET /v1/namespace/{name}":               {access: accessAuthenticated},
+	"PUT /v1/allocation/{id}/stop":           nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc),
+	"PUT /v1/jobs/parse":                     nsRule(structs.NamespaceCapabilityParseJob, nsQuery),
+	"PUT /v1/client/allocation/{id}/signal":  proxiedRule(nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc)),
+	"GET /v1/client/allocation/{id}/exec":    proxiedRule(nsRule(structs.NamespaceCapabilityAllocExec, nsAlloc)),
+	"PUT /v1/client/allocation/{id}/restart": proxiedRule(nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc)),
+
 	"GET /v1/allocations":              nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
 	"GET /v1/allocation/{id}":          nsRule(structs.NamespaceCapabilityReadJob, nsAlloc),
 	"POST /v1/allocation/{id}/stop":    nsRule(structs.NamespaceCapabilityAllocLifecycle, nsAlloc),

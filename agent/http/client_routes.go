@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -87,6 +86,10 @@ func (h *handler) clientOnlyRoutes() {
 	h.mux.HandleFunc("POST /v1/allocation/{id}/signal", h.onLocalAlloc(h.allocSignal))
 	h.mux.HandleFunc("POST /v1/allocation/{id}/restart", h.onLocalAlloc(h.allocRestart))
 	h.mux.HandleFunc("POST /v1/allocation/{id}/exec", h.onLocalAlloc(h.allocExec))
+	// Nomad's paths of the same actions (issue 12).
+	h.mux.HandleFunc("PUT /v1/client/allocation/{id}/signal", h.onLocalAlloc(h.allocSignal))
+	h.mux.HandleFunc("PUT /v1/client/allocation/{id}/restart", h.onLocalAlloc(h.allocRestart))
+	h.mux.HandleFunc("GET /v1/client/allocation/{id}/exec", h.onLocalAlloc(h.allocExecWS))
 	h.handle("GET /v1/agent/self", h.clientOnlySelf)
 	h.mux.HandleFunc("GET /v1/status/health", func(w http.ResponseWriter, r *http.Request) {
 		if n := h.client.Node(); n == nil {
@@ -113,20 +116,10 @@ func (h *handler) clientOnlyLogs(w http.ResponseWriter, r *http.Request) {
 	h.streamLocal(w, r, lr, nil)
 }
 
-// clientOnlySelf handles GET /v1/agent/self on a client-only agent.
+// clientOnlySelf handles GET /v1/agent/self on a client-only agent: the
+// same shape as agentSelf, with only "client" stats.
 func (h *handler) clientOnlySelf(w http.ResponseWriter, r *http.Request) (interface{}, error) {
-	out := map[string]interface{}{}
-	if h.self != nil {
-		maps.Copy(out, h.self())
-	}
-	stats := map[string]interface{}{}
-	if n := h.client.Node(); n != nil {
-		stats["client"] = map[string]string{"node_id": n.ID, "node_name": n.Name}
-	}
-	if _, ok := out["stats"]; !ok {
-		out["stats"] = stats
-	}
-	return out, nil
+	return h.agentSelf(w, r)
 }
 
 // nodeRoutes holds the node route handlers.

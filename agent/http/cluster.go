@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gpulayer/gpulayer/server"
@@ -64,7 +66,12 @@ type OperatorRaftServer struct {
 
 // AgentMembersResponse is the body of GET /v1/agent/members.
 type AgentMembersResponse struct {
-	Members []AgentMember
+	// ServerName, ServerRegion and ServerDC describe the answering
+	// server, as in Nomad's ServerMembers.
+	ServerName   string
+	ServerRegion string
+	ServerDC     string
+	Members      []AgentMember
 }
 
 // AgentMember is one server known through gossip.
@@ -79,6 +86,10 @@ type AgentMember struct {
 	Leader          bool
 	// StatusSince is when the status last changed, RFC 3339.
 	StatusSince time.Time
+	// Port is the gossip port of Addr; Tags holds "region", "dc" and
+	// "role", as Nomad's members do.
+	Port uint16
+	Tags map[string]string
 }
 
 // AgentJoinResponse is the body of PUT /v1/agent/join (Nomad's shape).
@@ -200,12 +211,23 @@ func (h *handler) operatorSnapshotRestore(w http.ResponseWriter, r *http.Request
 }
 
 func (h *handler) agentMembers(w http.ResponseWriter, r *http.Request) (interface{}, error) {
-	out := AgentMembersResponse{Members: []AgentMember{}}
+	out := AgentMembersResponse{Members: []AgentMember{}, ServerRegion: h.region}
+	stats := h.srv.Stats()
+	out.ServerName = stats["server.name"]
 	for _, m := range h.cluster.Members() {
+		host, port := m.Addr, uint64(0)
+		if hh, p, err := net.SplitHostPort(m.Addr); err == nil {
+			host = hh
+			port, _ = strconv.ParseUint(p, 10, 16)
+		}
+		if m.Name == out.ServerName {
+			out.ServerDC = m.Datacenter
+		}
 		out.Members = append(out.Members, AgentMember{
-			Name: m.Name, Addr: m.Addr, Status: m.Status, Datacenter: m.Datacenter,
+			Name: m.Name, Addr: host, Port: uint16(port), Status: m.Status, Datacenter: m.Datacenter,
 			RaftAddr: m.RaftAddr, HTTPAddr: m.HTTPAddr, BootstrapExpect: m.BootstrapExpect,
 			Leader: m.Leader, StatusSince: m.StatusSince,
+			Tags: map[string]string{"region": h.region, "dc": m.Datacenter, "role": "nomad"},
 		})
 	}
 	return out, nil

@@ -339,6 +339,11 @@ func TestForward_EveryWriteRouteIsLeaderRouted(t *testing.T) {
 		"POST /v1/allocation/{id}/restart":        true,
 		"POST /v1/allocation/{id}/exec":           true,
 		"POST /v1/client/allocation/{id}/restart": true,
+		"PUT /v1/jobs/parse":                      true, // Nomad's method of parse
+		"PUT /v1/client/allocation/{id}/restart":  true, // Nomad's paths of the actions
+		"PUT /v1/client/allocation/{id}/signal":   true,
+		"PUT /v1/search":                          true, // reads
+		"POST /v1/search":                         true,
 	}
 	hh, err := New(Config{Server: newFakeCluster(true), Client: &fakeClient{}})
 	if err != nil {
@@ -352,6 +357,7 @@ func TestForward_EveryWriteRouteIsLeaderRouted(t *testing.T) {
 			"/v1/node/x/allocations", "/v1/node/x/drain", "/v1/node/x/eligibility", "/v1/allocation/x/stop",
 			"/v1/allocation/x/signal", "/v1/allocation/x/restart", "/v1/allocation/x/exec", "/v1/operator/raft/peer",
 			"/v1/operator/snapshot", "/v1/agent/join", "/v1/client/allocation/x/restart", "/v1/system/gc",
+			"/v1/client/allocation/x/signal", "/v1/search",
 		} {
 			_, pattern := h.mux.Handler(httptest.NewRequest(method, path, nil))
 			if pattern == "" || local[pattern] {

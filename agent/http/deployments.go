@@ -102,7 +102,7 @@ func (h *handler) deploymentAllocations(w http.ResponseWriter, r *http.Request) 
 		return nil, err
 	}
 	setMeta(w, meta)
-	return allocStubs(allocs), nil
+	return h.allocStubs(allocs), nil
 }
 
 // jobDeployments handles GET /v1/job/{id}/deployments (newest first).

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -101,18 +102,29 @@ const MaxJSONBodyDepth = 64
 // body, or one nested deeper than MaxJSONBodyDepth, a 400 error naming the
 // problem.
 func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v interface{}) error {
+	_, err := h.decodeBodyRaw(w, r, v)
+	return err
+}
+
+// decodeBodyRaw is decodeBody that also returns the body's bytes.
+func (h *handler) decodeBodyRaw(w http.ResponseWriter, r *http.Request, v interface{}) ([]byte, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return fmt.Errorf("request body larger than %d bytes: %w", mbe.Limit, err)
+			return nil, fmt.Errorf("request body larger than %d bytes: %w", mbe.Limit, err)
 		}
-		return badRequest("reading request body: %v", err)
+		return nil, badRequest("reading request body: %v", err)
 	}
 	if off := jobspec.JSONTooDeep(raw, MaxJSONBodyDepth); off >= 0 {
-		return badRequest("malformed JSON body: nested deeper than %d levels at byte %d", MaxJSONBodyDepth, off)
+		return nil, badRequest("malformed JSON body: nested deeper than %d levels at byte %d", MaxJSONBodyDepth, off)
 	}
+	return raw, decodeRaw(raw, v)
+}
+
+// decodeRaw decodes the JSON document raw into v, refusing trailing data.
+func decodeRaw(raw []byte, v interface{}) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
@@ -134,4 +146,31 @@ func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v interface
 		return badRequest("malformed JSON body: data after the JSON object")
 	}
 	return nil
+}
+
+// decodeJobRequest decodes the body of a job register or plan request and
+// checks its fields against the wire types (api.CheckFields): a field
+// GPUlayer does not support that carries a value is a 400 naming it, an
+// unknown one a warning returned for the answer's Warnings. The job's
+// Region and NodePool must be empty or GPUlayer's one region and pool.
+func (h *handler) decodeJobRequest(w http.ResponseWriter, r *http.Request) (*api.JobRegisterRequest, []string, error) {
+	var req api.JobRegisterRequest
+	raw, err := h.decodeBodyRaw(w, r, &req)
+	if err != nil {
+		return nil, nil, err
+	}
+	warnings, err := api.CheckFields(raw, &req, "")
+	if err != nil {
+		return nil, nil, badRequest("%v", err)
+	}
+	if req.Job == nil {
+		return nil, nil, badRequest("request body has no Job; want {\"Job\": {...}}")
+	}
+	if reg := req.Job.Region; reg != "" && reg != h.region {
+		return nil, nil, badRequest("Job.Region %q: not supported by GPUlayer: this cluster has one region, %q", reg, h.region)
+	}
+	if p := req.Job.NodePool; p != "" && p != "default" && p != "all" {
+		return nil, nil, badRequest("Job.NodePool %q: not supported by GPUlayer: node pools are not supported (every node is in \"default\")", p)
+	}
+	return &req, warnings, nil
 }

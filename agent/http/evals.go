@@ -1,6 +1,23 @@
 package http
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/gpulayer/gpulayer/nomadish/convert"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// evalsRead renders evaluations for a list: never null.
+func evalsRead(evals []*structs.Evaluation) []*api.Evaluation {
+	out := make([]*api.Evaluation, 0, len(evals))
+	for _, e := range evals {
+		if e != nil {
+			out = append(out, convert.EvalRead(e))
+		}
+	}
+	return out
+}
 
 // evalGet handles GET /v1/evaluation/{id} (blocking).
 func (h *handler) evalGet(w http.ResponseWriter, r *http.Request) (interface{}, error) {
@@ -14,5 +31,5 @@ func (h *handler) evalGet(w http.ResponseWriter, r *http.Request) (interface{}, 
 		return nil, err
 	}
 	setMeta(w, meta)
-	return eval, nil
+	return convert.EvalRead(eval), nil
 }

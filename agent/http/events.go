@@ -11,6 +11,7 @@ import (
 	"time"
 	"weak"
 
+	"github.com/gpulayer/gpulayer/nomadish/convert"
 	"github.com/gpulayer/gpulayer/server"
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -89,7 +90,7 @@ func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 	}
 	first = filterEvents(r, first)
 	if first != nil {
-		if !send(first) {
+		if !send(convert.EventBatchRead(first, h.region)) {
 			return
 		}
 	} else if !send(struct{}{}) {
@@ -104,7 +105,7 @@ func (h *handler) eventStream(w http.ResponseWriter, r *http.Request) {
 			if batch = filterEvents(r, batch); batch == nil {
 				continue
 			}
-			if !send(batch) {
+			if !send(convert.EventBatchRead(batch, h.region)) {
 				return
 			}
 		case ctx.Err() != nil:

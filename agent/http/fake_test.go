@@ -150,6 +150,13 @@ func (f *fakeServer) EvalGet(ctx context.Context, id string, q *structs.QueryOpt
 	return e, f.meta, err
 }
 
+func (f *fakeServer) EvalList(ctx context.Context, q *structs.QueryOptions) ([]*structs.Evaluation, structs.QueryMeta, error) {
+	if err := f.call("EvalList", q); err != nil {
+		return nil, structs.QueryMeta{}, err
+	}
+	return byPrefix(f.evals, q.Prefix), f.meta, nil
+}
+
 func (f *fakeServer) NodeList(ctx context.Context, q *structs.QueryOptions) ([]*structs.Node, structs.QueryMeta, error) {
 	if err := f.call("NodeList", q); err != nil {
 		return nil, structs.QueryMeta{}, err

@@ -36,6 +36,8 @@ var leaderRoutes = map[string]bool{
 	"GET /v1/operator/snapshot":      true, // unless ?stale
 	"PUT /v1/system/gc":              true,
 	"POST /v1/system/gc":             true,
+	// Nomad API compatibility (issue 12): Nomad's method for alloc stop.
+	"PUT /v1/allocation/{id}/stop": true,
 	// ACL writes and node secret rotation.
 	"PUT /v1/acl/bootstrap":           true,
 	"POST /v1/acl/bootstrap":          true,

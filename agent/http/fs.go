@@ -31,6 +31,9 @@ type logsRequest struct {
 	// the log; zero means from the start.
 	lines  int
 	offset int64
+	// framed is set without plain=true: the answer is Nomad's stream of
+	// JSON frames (logframes.go) instead of raw text.
+	framed bool
 }
 
 // logTailer is implemented by clients that can start a log stream near its
@@ -40,22 +43,18 @@ type logTailer interface {
 }
 
 // parseLogsRequest reads ?task=, ?type=stdout|stderr (default stdout),
-// ?follow and ?plain. Only plain=true (raw bytes) is served: Nomad's framed
-// JSON stream is not implemented, and a request without plain=true is a 400
-// error saying so.
+// ?follow and ?plain: plain=true streams raw bytes, otherwise the answer
+// is Nomad's stream of JSON frames (logframes.go).
 func parseLogsRequest(r *http.Request) (*logsRequest, error) {
 	plain, err := parseBool(r, "plain")
 	if err != nil {
 		return nil, err
 	}
-	if !plain {
-		return nil, badRequest("plain=true is required: logs are served as raw text only")
-	}
 	follow, err := parseBool(r, "follow")
 	if err != nil {
 		return nil, err
 	}
-	lr := &logsRequest{allocID: r.PathValue("alloc"), task: r.URL.Query().Get("task"), follow: follow}
+	lr := &logsRequest{allocID: r.PathValue("alloc"), task: r.URL.Query().Get("task"), follow: follow, framed: !plain}
 	q := r.URL.Query()
 	if v := q.Get("lines"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -183,7 +182,7 @@ func (h *handler) streamLocal(w http.ResponseWriter, r *http.Request, lr *logsRe
 	// A reader blocked in Read ends when the request is canceled.
 	stop := context.AfterFunc(ctx, func() { rc.Close() })
 	defer stop()
-	h.stream(w, rc, http.StatusOK)
+	h.streamLogs(w, rc, lr)
 }
 
 // stream writes status and copies src to w, flushing after every chunk,
@@ -281,5 +280,5 @@ func (h *handler) proxyLogs(w http.ResponseWriter, r *http.Request, alloc *struc
 		_, _ = io.Copy(w, io.LimitReader(resp.Body, 64<<10))
 		return
 	}
-	h.stream(w, resp.Body, http.StatusOK)
+	h.streamLogs(w, resp.Body, lr)
 }

@@ -104,7 +104,7 @@ func (h *handler) serveArchivedLogs(w http.ResponseWriter, r *http.Request, allo
 		b = lastLines(b, lr.lines)
 	}
 	w.Header().Set("X-Gpulayer-Log-Source", "archive")
-	h.stream(w, bytes.NewReader(b), http.StatusOK)
+	h.streamLogs(w, bytes.NewReader(b), lr)
 	return true
 }
 

@@ -13,6 +13,8 @@ var jsonBodyRoutes = []struct{ method, path string }{
 	{"PUT", "/v1/jobs"}, {"POST", "/v1/jobs/parse"}, {"POST", "/v1/job/x/plan"},
 	{"PUT", "/v1/node/register"}, {"POST", "/v1/node/n1/allocations"}, {"PUT", "/v1/node/n1/heartbeat"},
 	{"POST", "/v1/node/n1/drain"}, {"POST", "/v1/node/n1/eligibility"}, {"POST", "/v1/allocation/a1/stop"},
+	// Nomad API compatibility (issue 12).
+	{"PUT", "/v1/jobs/parse"}, {"PUT", "/v1/search"},
 }
 
 // FuzzJSONRequestBodies sends arbitrary JSON, also nested to a fuzzed
@@ -27,6 +29,8 @@ func FuzzJSONRequestBodies(f *testing.F) {
 	f.Add(`{"JobHCL": "job \"x\" { meta = { a = [[[[1]]]] } }"}`, uint8(3), uint8(0))
 	f.Add(`"\"[[[["`, uint8(100), uint8(3))
 	f.Add(`{"Node": {"ID": "n1", "Name": "a b"}}`, uint8(0), uint8(0))
+	f.Add(`{"JobHCL": "variable \"n\" {}\njob \"x\" { meta = { a = var.n } }", "Variables": "n = [[[1]]]\n", "Canonicalize": true}`, uint8(0), uint8(0))
+	f.Add(`{"Prefix": "a", "Context": "all"}`, uint8(0), uint8(0))
 	h, err := New(Config{Server: &planningServer{fakeServer: newFakeServer()}, MaxBodyBytes: 1 << 16})
 	if err != nil {
 		f.Fatal(err)

@@ -105,6 +105,9 @@ type Config struct {
 	// DefaultMaxArtifactBytes (8 GiB). MaxBodyBytes does not apply to
 	// uploads.
 	MaxArtifactBytes int64
+	// Region is the agent's region, answered by GET /v1/regions and in
+	// every job read; empty means "global".
+	Region string
 	// Resolver resolves token secrets when ACLEnabled; nil means Server,
 	// which must then implement TokenResolver. A client-only agent passes
 	// NewRemoteResolver.
@@ -141,6 +144,8 @@ type handler struct {
 	artRepl          *replicator
 	maxArtifactBytes int64
 	serverPeerName   string
+	// region is Config.Region, "global" when empty.
+	region string
 }
 
 // New returns the API handler. It fails when both cfg.Server and
@@ -173,6 +178,10 @@ func New(cfg Config) (http.Handler, error) {
 
 		aclEnabled: cfg.ACLEnabled,
 		resolver:   cfg.Resolver,
+		region:     cfg.Region,
+	}
+	if h.region == "" {
+		h.region = "global"
 	}
 	if h.aclEnabled && h.resolver == nil {
 		r, ok := cfg.Server.(TokenResolver)
@@ -215,6 +224,7 @@ func (h *handler) routes() {
 	h.handle("DELETE /v1/job/{id}", h.jobDeregister)
 	h.handle("GET /v1/job/{id}/allocations", h.jobAllocations)
 	h.handle("GET /v1/job/{id}/evaluations", h.jobEvaluations)
+	h.wireRoutes()
 	h.schedulingRoutes()
 	// Job versions and deployments.
 	h.jobVersionRoutes()

@@ -218,7 +218,9 @@ func TestBlockingQuery(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.query, func(t *testing.T) {
-			resp, body := doReq(t, "GET", ts.URL+"/v1/jobs"+tc.query, "")
+			// /v1/allocations makes one server call (/v1/jobs also reads
+			// the allocations for its summaries).
+			resp, body := doReq(t, "GET", ts.URL+"/v1/allocations"+tc.query, "")
 			if resp.StatusCode != 200 {
 				t.Fatalf("status %d: %s", resp.StatusCode, body)
 			}
@@ -283,6 +285,26 @@ func TestNewConfig(t *testing.T) {
 	}
 }
 
+// TestLogsFramed: without plain=true the log is Nomad's stream of JSON
+// frames, Data base64 in JSON, Offset the bytes so far.
+func TestLogsFramed(t *testing.T) {
+	_, _, ts := fixture(t)
+	resp, body := doReq(t, "GET", ts.URL+"/v1/client/fs/logs/a1b2c3d4-0000?task=main&type=stdout&origin=start&offset=0", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	var f logFrame
+	if err := json.Unmarshal([]byte(body), &f); err != nil {
+		t.Fatalf("frame %q: %v", body, err)
+	}
+	if string(f.Data) != "hello\n" || f.Offset != 6 || f.File != "main.stdout" {
+		t.Errorf("frame %+v", f)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+}
+
 func TestLogs(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -293,7 +315,6 @@ func TestLogs(t *testing.T) {
 		{"stdout", "?task=main&type=stdout&plain=true", 200, "hello\n"},
 		{"stderr", "?task=main&type=stderr&plain=true", 200, "oops\n"},
 		{"default type and only task", "?plain=true", 200, "hello\n"},
-		{"no plain", "?task=main", 400, "plain=true is required"},
 		{"bad type", "?task=main&type=stdin&plain=true", 400, "type parameter"},
 		{"bad follow", "?task=main&follow=often&plain=true", 400, "follow parameter"},
 		{"unknown task", "?task=other&plain=true", 404, "not found"},

@@ -19,6 +19,7 @@ var (
 	_ ArtifactServer     = (*server.Server)(nil)
 	_ ClusterServer      = (*server.Server)(nil)
 	_ DeploymentServer   = (*server.Server)(nil)
+	_ EvalLister         = (*server.Server)(nil) // Nomad API compatibility (issue 12)
 	_ GCServer           = (*server.Server)(nil)
 	_ JobVersionServer   = (*server.Server)(nil)
 	_ LastContacter      = (*server.Server)(nil)

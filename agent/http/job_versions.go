@@ -59,7 +59,7 @@ func (h *handler) jobVersions(w http.ResponseWriter, r *http.Request) (interface
 		return nil, err
 	}
 	setMeta(w, meta)
-	return convert.JobVersionsFromStructs(versions, diffs), nil
+	return convert.JobVersionsFromStructs(versions, diffs, h.region), nil
 }
 
 // jobRevert handles PUT /v1/job/{id}/revert with {"JobID", "JobVersion",

@@ -3,6 +3,7 @@ package http
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/nomadish/convert"
@@ -16,12 +17,9 @@ const defaultParseFilename = "job.hcl"
 
 // jobRegister handles PUT|POST /v1/jobs with {"Job": {...}}.
 func (h *handler) jobRegister(w http.ResponseWriter, r *http.Request) (interface{}, error) {
-	var req api.JobRegisterRequest
-	if err := h.decodeBody(w, r, &req); err != nil {
+	req, warnings, err := h.decodeJobRequest(w, r)
+	if err != nil {
 		return nil, err
-	}
-	if req.Job == nil {
-		return nil, badRequest("request body has no Job; want {\"Job\": {...}}")
 	}
 	if err := h.checkJobSubmit(r, req.Job.ID, req.Job.Namespace); err != nil {
 		return nil, err
@@ -35,7 +33,19 @@ func (h *handler) jobRegister(w http.ResponseWriter, r *http.Request) (interface
 		return nil, err
 	}
 	setIndex(w, resp.Index)
-	return resp, nil
+	out := convert.RegisterResponseRead(resp)
+	out.Warnings = joinWarnings(out.Warnings, warnings)
+	return out, nil
+}
+
+// joinWarnings adds the request's field warnings to a response's
+// Warnings text, one per line.
+func joinWarnings(have string, more []string) string {
+	all := more
+	if have != "" {
+		all = append([]string{have}, more...)
+	}
+	return strings.Join(all, "\n")
 }
 
 // jobParse handles POST /v1/jobs/parse with {"JobHCL": "...",
@@ -53,13 +63,29 @@ func (h *handler) jobParse(w http.ResponseWriter, r *http.Request) (interface{},
 	if name == "" {
 		name = defaultParseFilename
 	}
-	job, err := jobspec.Parse(name, []byte(req.JobHCL), req.Variables)
+	vars := req.Variables
+	if req.VariablesHCL != "" {
+		if len(req.VariablesHCL) > 1<<20 {
+			return nil, badRequest("Variables larger than 1 MiB")
+		}
+		fileVars, err := jobspec.ParseVarSource("variables.hcl", []byte(req.VariablesHCL))
+		if err != nil {
+			return nil, badRequest("Variables: %v", err)
+		}
+		vars = fileVars
+	}
+	job, err := jobspec.Parse(name, []byte(req.JobHCL), vars)
 	if err != nil {
 		var perr *jobspec.Error
 		if errors.As(err, &perr) {
 			return nil, badRequest("%s", perr.Error())
 		}
 		return nil, badRequest("parse %s: %v", name, err)
+	}
+	if req.Canonicalize {
+		sj := convert.JobToStructs(job)
+		sj.Canonicalize()
+		return convert.JobRead(sj, h.region), nil
 	}
 	return job, nil
 }
@@ -76,7 +102,62 @@ func (h *handler) jobList(w http.ResponseWriter, r *http.Request) (interface{}, 
 	}
 	setMeta(w, meta)
 	jobs = visible(r, jobs, structs.NamespaceCapabilityListJobs, func(j *structs.Job) string { return j.Namespace })
-	return nonNil(jobs), nil
+	// One read of the allocations for every summary.
+	allocs, _, err := h.srv.AllocList(r.Context(), &structs.QueryOptions{AllowStale: q.AllowStale})
+	if err != nil {
+		return nil, err
+	}
+	byJob := map[string][]*structs.Allocation{}
+	for _, a := range allocs {
+		byJob[a.Namespace+"\x00"+a.JobID] = append(byJob[a.Namespace+"\x00"+a.JobID], a)
+	}
+	out := make([]*api.JobListStub, 0, len(jobs))
+	for _, j := range jobs {
+		out = append(out, convert.JobListStub(j, convert.JobSummary(j, byJob[j.Namespace+"\x00"+j.ID])))
+	}
+	return out, nil
+}
+
+// jobSummary handles GET /v1/job/{id}/summary (blocking on the job): the
+// job's allocations counted per task group and client status, Queued from
+// the newest evaluation's queued allocations.
+func (h *handler) jobSummary(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	q, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	job, meta, err := h.srv.JobGet(r.Context(), r.PathValue("id"), q)
+	if err != nil {
+		setMetaOnError(w, meta)
+		return nil, err
+	}
+	now := &structs.QueryOptions{AllowStale: q.AllowStale}
+	allocs, ameta, err := h.srv.JobAllocations(r.Context(), job.ID, now)
+	if err != nil {
+		return nil, err
+	}
+	evals, emeta, err := h.srv.JobEvaluations(r.Context(), job.ID, now)
+	if err != nil {
+		return nil, err
+	}
+	meta.Index = max(meta.Index, ameta.Index, emeta.Index)
+	setMeta(w, meta)
+	s := convert.JobSummary(job, allocs)
+	var newest *structs.Evaluation
+	for _, e := range evals {
+		if newest == nil || e.CreateIndex > newest.CreateIndex {
+			newest = e
+		}
+	}
+	if newest != nil {
+		for g, n := range newest.QueuedAllocations {
+			if tg, ok := s.Summary[g]; ok {
+				tg.Queued = n
+				s.Summary[g] = tg
+			}
+		}
+	}
+	return s, nil
 }
 
 // jobGet handles GET /v1/job/{id} (blocking).
@@ -91,7 +172,7 @@ func (h *handler) jobGet(w http.ResponseWriter, r *http.Request) (interface{}, e
 		return nil, err
 	}
 	setMeta(w, meta)
-	return job, nil
+	return convert.JobRead(job, h.region), nil
 }
 
 // jobDeregister handles DELETE /v1/job/{id} (?purge=true).
@@ -105,7 +186,7 @@ func (h *handler) jobDeregister(w http.ResponseWriter, r *http.Request) (interfa
 		return nil, err
 	}
 	setIndex(w, resp.Index)
-	return resp, nil
+	return convert.DeregisterResponseRead(resp), nil
 }
 
 // jobAllocations handles GET /v1/job/{id}/allocations (blocking).
@@ -119,7 +200,7 @@ func (h *handler) jobAllocations(w http.ResponseWriter, r *http.Request) (interf
 		return nil, err
 	}
 	setMeta(w, meta)
-	return allocStubs(allocs), nil
+	return h.allocStubs(allocs), nil
 }
 
 // jobEvaluations handles GET /v1/job/{id}/evaluations (blocking).
@@ -133,7 +214,7 @@ func (h *handler) jobEvaluations(w http.ResponseWriter, r *http.Request) (interf
 		return nil, err
 	}
 	setMeta(w, meta)
-	return nonNil(evals), nil
+	return evalsRead(evals), nil
 }
 
 // nonNil returns s, or an empty slice for nil, so lists encode as [] and

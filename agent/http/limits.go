@@ -74,8 +74,12 @@ func WithBodyDeadline(next http.Handler, bodyTimeout, snapshotTimeout time.Durat
 }
 
 // streamingBody reports whether r's body is a stream without an end known
-// up front: the stdin frames of an exec session.
+// up front: the stdin frames of an exec session, or Nomad's exec
+// WebSocket (exec_ws.go).
 func streamingBody(r *http.Request) bool {
+	if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/client/allocation/") && strings.HasSuffix(r.URL.Path, "/exec") {
+		return true
+	}
 	return r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/allocation/") && strings.HasSuffix(r.URL.Path, "/exec")
 }
 

@@ -70,10 +70,20 @@ func (m *httpMetrics) observe(pattern, method string, code int, d time.Duration)
 	m.requests.WithLabelValues(pattern, method, strconv.Itoa(code)).Observe(d.Seconds())
 }
 
-// handler serves GET /v1/metrics in the Prometheus text format (or
-// OpenMetrics when the scraper asks for it).
+// handler serves GET /v1/metrics: with ?format=prometheus, or an Accept
+// header naming the Prometheus text or OpenMetrics format (what a
+// Prometheus scraper sends), the Prometheus text format (OpenMetrics when
+// the scraper asks for it); otherwise the JSON summary Nomad's API
+// answers (metrics_json.go).
 func (m *httpMetrics) handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+	prom := promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if wantsPrometheus(r) {
+			prom.ServeHTTP(w, r)
+			return
+		}
+		m.serveJSON(w, r)
+	})
 }
 
 // gpuCollector exports the local client's latest GPU sample.

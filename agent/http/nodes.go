@@ -1,6 +1,11 @@
 package http
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/gpulayer/gpulayer/nomadish/convert"
+)
 
 // nodeList handles GET /v1/nodes (?prefix, blocking).
 func (h *handler) nodeList(w http.ResponseWriter, r *http.Request) (interface{}, error) {
@@ -13,7 +18,13 @@ func (h *handler) nodeList(w http.ResponseWriter, r *http.Request) (interface{},
 		return nil, err
 	}
 	setMeta(w, meta)
-	return nonNil(nodes), nil
+	out := make([]*api.NodeListStub, 0, len(nodes))
+	for _, n := range nodes {
+		if n != nil {
+			out = append(out, convert.NodeListStub(n))
+		}
+	}
+	return out, nil
 }
 
 // nodeGet handles GET /v1/node/{id} (blocking).
@@ -28,5 +39,5 @@ func (h *handler) nodeGet(w http.ResponseWriter, r *http.Request) (interface{}, 
 		return nil, err
 	}
 	setMeta(w, meta)
-	return node, nil
+	return convert.NodeRead(node), nil
 }

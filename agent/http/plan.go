@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/nomadish/convert"
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -41,12 +40,9 @@ func (h *handler) jobPlan(w http.ResponseWriter, r *http.Request) (interface{}, 
 	if err != nil {
 		return nil, err
 	}
-	var req api.JobRegisterRequest
-	if err := h.decodeBody(w, r, &req); err != nil {
+	req, warnings, err := h.decodeJobRequest(w, r)
+	if err != nil {
 		return nil, err
-	}
-	if req.Job == nil {
-		return nil, badRequest("request body has no Job; want {\"Job\": {...}}")
 	}
 	if id := r.PathValue("id"); req.Job.ID != id {
 		return nil, badRequest("job ID %q in the body does not match %q in the path", req.Job.ID, id)
@@ -54,7 +50,13 @@ func (h *handler) jobPlan(w http.ResponseWriter, r *http.Request) (interface{}, 
 	if err := h.checkJobSubmit(r, req.Job.ID, req.Job.Namespace); err != nil {
 		return nil, err
 	}
-	return ss.JobPlan(r.Context(), convert.JobToStructs(req.Job))
+	plan, err := ss.JobPlan(r.Context(), convert.JobToStructs(req.Job))
+	if err != nil {
+		return nil, err
+	}
+	out := convert.PlanRead(req.Job.ID, plan)
+	out.Warnings = joinWarnings(out.Warnings, warnings)
+	return out, nil
 }
 
 // jobQueue handles GET /v1/jobs/queue: the jobs with work waiting to be
@@ -64,5 +66,9 @@ func (h *handler) jobQueue(w http.ResponseWriter, r *http.Request) (interface{},
 	if err != nil {
 		return nil, err
 	}
-	return ss.JobQueue(r.Context())
+	q, err := ss.JobQueue(r.Context())
+	if err != nil {
+		return nil, err
+	}
+	return convert.QueueRead(q), nil
 }

@@ -31,6 +31,11 @@ type AllocSignalRequest struct {
 // empty Task restarts every running task.
 type AllocRestartRequest struct {
 	Task string
+	// TaskName and AllTasks are the fields of Nomad's
+	// AllocationRestartRequest: TaskName is Task; AllTasks restarts every
+	// task (as an empty Task does).
+	TaskName string `json:",omitempty"`
+	AllTasks bool   `json:",omitempty"`
 }
 
 // NodeDrainRequest is the body of POST /v1/node/{id}/drain.

@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // Allocation desired statuses, set by the scheduler.
 const (
 	AllocDesiredStatusRun   = "run"
@@ -29,10 +31,13 @@ type Allocation struct {
 	Namespace string
 	EvalID    string
 	// Name is "job.group[index]".
-	Name      string
-	NodeID    string
-	NodeName  string
-	JobID     string
+	Name     string
+	NodeID   string
+	NodeName string
+	JobID    string
+	// JobType is the job's type ("service", "batch"), as in Nomad's list
+	// stubs.
+	JobType   string `json:",omitempty"`
 	Job       *Job
 	TaskGroup string
 
@@ -82,12 +87,22 @@ type AllocatedResources struct {
 	Tasks map[string]*AllocatedTaskResources
 }
 
-// AllocatedTaskResources is one task's share: CPU in MHz, memory in MiB and
-// the exact device instances.
+// AllocatedTaskResources is one task's share, in Nomad's shape: CPU in
+// MHz, memory in MiB and the exact device instances.
 type AllocatedTaskResources struct {
-	CPU      int64
+	Cpu     AllocatedCpuResources
+	Memory  AllocatedMemoryResources
+	Devices []*AllocatedDeviceResource
+}
+
+// AllocatedCpuResources is a task's CPU share in MHz.
+type AllocatedCpuResources struct {
+	CpuShares int64
+}
+
+// AllocatedMemoryResources is a task's memory in MiB.
+type AllocatedMemoryResources struct {
 	MemoryMB int64
-	Devices  []*AllocatedDeviceResource
 }
 
 // DeviceIDs returns the instance IDs of every device the task holds, in
@@ -143,12 +158,15 @@ type TaskState struct {
 	Failed   bool
 	ExitCode int
 	Restarts uint64
-	// StartedAt and FinishedAt are Unix nanoseconds (0 when not yet).
-	StartedAt  int64
-	FinishedAt int64
+	// LastRestart, StartedAt and FinishedAt are RFC 3339 times in JSON;
+	// the zero time when not yet.
+	LastRestart time.Time
+	StartedAt   time.Time
+	FinishedAt  time.Time
 	// Deadline is when the client stops the task for running past its
-	// max_run_duration, in Unix nanoseconds (0: no deadline).
-	Deadline int64 `json:",omitempty"`
+	// max_run_duration (RFC 3339; left out when there is none). A GPUlayer
+	// addition.
+	Deadline time.Time `json:",omitzero"`
 	Events   []*TaskEvent
 }
 
@@ -171,4 +189,17 @@ func (a *Allocation) ClientTerminalStatus() bool {
 		return true
 	}
 	return false
+}
+
+// DeviceIDs returns the instance IDs of every device the allocation's
+// tasks hold; nil when none. It mirrors structs.Allocation.DeviceIDs.
+func (a *Allocation) DeviceIDs() []string {
+	if a == nil || a.AllocatedResources == nil {
+		return nil
+	}
+	var ids []string
+	for _, tr := range a.AllocatedResources.Tasks {
+		ids = append(ids, tr.DeviceIDs()...)
+	}
+	return ids
 }

@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // Evaluation statuses.
 const (
 	EvalStatusBlocked  = "blocked"
@@ -36,10 +38,10 @@ type Evaluation struct {
 	// CreateTime and ModifyTime are Unix nanoseconds.
 	CreateTime int64
 	ModifyTime int64
-	// WaitUntil, Unix nanoseconds, is when a pending evaluation is
-	// delivered to a scheduler (0: at once), e.g. a "reschedule-later"
-	// evaluation waiting for a reschedule delay.
-	WaitUntil int64 `json:",omitempty"`
+	// WaitUntil, an RFC 3339 time in JSON, is when a pending evaluation
+	// is delivered to a scheduler (the zero time: at once), e.g. a
+	// "reschedule-later" evaluation waiting for a reschedule delay.
+	WaitUntil time.Time
 }
 
 // TerminalStatus reports whether the evaluation is finished.

@@ -30,8 +30,11 @@ type Event struct {
 	Type       string
 	Key        string
 	FilterKeys []string `json:",omitempty"`
-	Index      uint64
-	Payload    map[string]json.RawMessage
+	// Namespace is the namespace of a job, allocation or evaluation
+	// event; empty for nodes.
+	Namespace string `json:",omitempty"`
+	Index     uint64
+	Payload   map[string]json.RawMessage
 }
 
 // EventBatch is every matching event of one Raft index. A batch with a

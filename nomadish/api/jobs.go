@@ -41,6 +41,12 @@ type Job struct {
 	// Namespace is the namespace the job lives in; empty means the server's
 	// default namespace.
 	Namespace string
+	// Region is the job's region; GPUlayer has one, the agent's ("global"
+	// unless configured). Empty means that one; any other is refused.
+	Region string `json:",omitempty"`
+	// NodePool is Nomad's node pool; GPUlayer has one, "default". Empty
+	// means that one; any other is refused.
+	NodePool string `json:",omitempty"`
 	// Type is the scheduler type: "service" or "batch".
 	Type string
 	// Priority orders jobs for scheduling and preemption, 1 (lowest) to 100
@@ -75,7 +81,7 @@ type Job struct {
 	Version uint64
 	// Stable is true once a deployment of this version succeeded (or a
 	// user marked it stable); auto_revert goes back to the newest one.
-	Stable bool `json:",omitempty"`
+	Stable bool
 	// SubmitTime is when the current version was submitted, in nanoseconds
 	// since the Unix epoch.
 	SubmitTime int64

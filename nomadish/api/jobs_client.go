@@ -1,6 +1,9 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -19,10 +22,43 @@ type JobRegisterRequest struct {
 
 // JobsParseRequest is the body of POST /v1/jobs/parse. Filename, when set,
 // names the jobspec in error messages (default "job.hcl").
+//
+// Variables is sent as a JSON object of name to value. Nomad's client
+// sends a string instead, the content of a variable file ("name =
+// value" lines); decoding puts that in VariablesHCL. Canonicalize asks
+// for the job with the server's defaults filled (Nomad's field).
 type JobsParseRequest struct {
-	JobHCL    string
-	Variables map[string]string `json:",omitempty"`
-	Filename  string            `json:",omitempty"`
+	JobHCL       string
+	Variables    map[string]string `json:",omitempty"`
+	VariablesHCL string            `json:"-"`
+	Filename     string            `json:",omitempty"`
+	Canonicalize bool              `json:",omitempty"`
+}
+
+// UnmarshalJSON decodes a JobsParseRequest whose Variables is an object
+// (GPUlayer) or a string (Nomad's variable-file content).
+func (p *JobsParseRequest) UnmarshalJSON(b []byte) error {
+	type plain JobsParseRequest
+	var v struct {
+		plain
+		Variables json.RawMessage
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*p = JobsParseRequest(v.plain)
+	p.Variables, p.VariablesHCL = nil, ""
+	raw := bytes.TrimSpace(v.Variables)
+	switch {
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+	case raw[0] == '"':
+		return json.Unmarshal(raw, &p.VariablesHCL)
+	default:
+		if err := json.Unmarshal(raw, &p.Variables); err != nil {
+			return fmt.Errorf("field Variables: want an object of strings or a variable file's text: %w", err)
+		}
+	}
+	return nil
 }
 
 // Register submits job; the answer names the evaluation it created.

@@ -8,16 +8,64 @@ import (
 
 // JobPlanResponse is what registering a job would do (PUT
 // /v1/job/{id}/plan); nothing is changed.
+//
+// Diff, Annotations and FailedTGAllocs are Nomad's fields; DiffLines,
+// Groups and Preemptions say the same in GPUlayer's words.
 type JobPlanResponse struct {
 	// JobModifyIndex is the running version's, 0 for a new job.
 	JobModifyIndex uint64
-	// Diff lists changes against the running version: "+ path = value",
-	// "- path = value", "~ path: old => new".
-	Diff []string
+	// Diff is Nomad's structured diff: Type "Added", "Edited" or "None",
+	// with one TaskGroupDiff per group carrying its update counts.
+	Diff *JobDiff
+	// Annotations counts, per task group, the placements, stops and
+	// in-place updates (Nomad's DesiredTGUpdates).
+	Annotations *PlanAnnotations
+	// FailedTGAllocs explains, per task group, why placements would fail.
+	FailedTGAllocs map[string]*AllocMetric `json:",omitempty"`
+	// DiffLines lists changes against the running version: "+ path =
+	// value", "- path = value", "~ path: old => new".
+	DiffLines []string
 	// Groups tells, per task group, where allocations would go or why not.
 	Groups []*GroupPlan
 	// Preemptions names other jobs' allocations that would be evicted.
 	Preemptions []string
+	// Warnings names request fields GPUlayer ignored, one per line.
+	Warnings string
+}
+
+// JobDiff is Nomad's job diff, reduced to what GPUlayer computes: the
+// kind of change and, per group, its update counts (job plan), or every
+// changed value in Fields, named by its path (job versions, see
+// jobs_versions.go).
+type JobDiff struct {
+	Type       string
+	ID         string
+	Fields     []*FieldDiff  `json:",omitempty"`
+	Objects    []*ObjectDiff `json:",omitempty"`
+	TaskGroups []*TaskGroupDiff
+}
+
+// TaskGroupDiff is one group's part of a JobDiff: Updates counts
+// "create", "destroy" and "in-place update".
+type TaskGroupDiff struct {
+	Type    string
+	Name    string
+	Updates map[string]uint64
+}
+
+// PlanAnnotations is Nomad's plan annotations: per task group, what the
+// scheduler would do.
+type PlanAnnotations struct {
+	DesiredTGUpdates map[string]*DesiredUpdates
+}
+
+// DesiredUpdates counts one group's planned changes.
+type DesiredUpdates struct {
+	Ignore        uint64
+	Place         uint64
+	Stop          uint64
+	InPlaceUpdate uint64
+	Preemptions   uint64
 }
 
 // GroupPlan is the planned outcome of one task group.

@@ -13,18 +13,6 @@ type JobVersionsResponse struct {
 	Diffs    []*JobDiff
 }
 
-// JobDiff is what changed between two versions of a job. Type is "None"
-// or "Edited"; GPUlayer lists every changed leaf in Fields, named by its
-// path (`TaskGroups["web"].Count`), and leaves Objects and TaskGroups
-// empty.
-type JobDiff struct {
-	Type       string
-	ID         string
-	Fields     []*FieldDiff
-	Objects    []*ObjectDiff
-	TaskGroups []*TaskGroupDiff
-}
-
 // FieldDiff is one changed value: Type "Added", "Deleted" or "Edited",
 // Old and New as JSON text.
 type FieldDiff struct {
@@ -41,16 +29,6 @@ type ObjectDiff struct {
 	Name    string
 	Fields  []*FieldDiff
 	Objects []*ObjectDiff
-}
-
-// TaskGroupDiff is Nomad's diff of a task group (unused by GPUlayer's
-// flat diffs, kept for the shape).
-type TaskGroupDiff struct {
-	Type    string
-	Name    string
-	Fields  []*FieldDiff
-	Objects []*ObjectDiff
-	Updates map[string]uint64
 }
 
 // JobRevertRequest is the body of PUT /v1/job/{id}/revert: register

@@ -25,17 +25,26 @@ type Node struct {
 	// Drivers maps driver name to its health.
 	Drivers map[string]*DriverInfo
 
+	// NodePool is Nomad's node pool; GPUlayer has one, "default".
+	NodePool string
+	// TLSEnabled reports whether the node's HTTP API is HTTPS.
+	TLSEnabled bool
+
 	NodeResources     *NodeResources
 	ReservedResources *NodeReservedResources
 	// MemoryModel is "discrete" or "unified"; Availability "continuous" or
-	// "opportunistic"; Reserved the capabilities the node is kept for.
-	MemoryModel  string   `json:",omitempty"`
-	Availability string   `json:",omitempty"`
-	Reserved     []string `json:",omitempty"`
+	// "opportunistic"; ReservedCapabilities the capabilities the node is
+	// kept for (GPUlayer extensions; Nomad's "Reserved" is its legacy
+	// reserved-resources block, not sent).
+	MemoryModel          string   `json:",omitempty"`
+	Availability         string   `json:",omitempty"`
+	ReservedCapabilities []string `json:",omitempty"`
 
 	Status                string
 	StatusDescription     string
 	SchedulingEligibility string
+	// Drain is true while the node is being drained.
+	Drain bool
 	// StatusUpdatedAt is in Unix seconds.
 	StatusUpdatedAt int64
 	CreateIndex     uint64
@@ -50,22 +59,65 @@ type DriverInfo struct {
 	Attributes        map[string]string
 }
 
-// NodeResources is what a node has in total.
+// NodeListStub is one node of GET /v1/nodes: Nomad's list stub, with the
+// node's resources and GPUlayer's node classes added.
+type NodeListStub struct {
+	// Address is the host of the node's HTTP address.
+	Address               string
+	ID                    string
+	Attributes            map[string]string `json:",omitempty"`
+	Datacenter            string
+	Name                  string
+	NodeClass             string
+	NodePool              string
+	Version               string
+	Drain                 bool
+	SchedulingEligibility string
+	Status                string
+	StatusDescription     string
+	Drivers               map[string]*DriverInfo
+	NodeResources         *NodeResources         `json:",omitempty"`
+	ReservedResources     *NodeReservedResources `json:",omitempty"`
+	MemoryModel           string                 `json:",omitempty"`
+	Availability          string                 `json:",omitempty"`
+	ReservedCapabilities  []string               `json:",omitempty"`
+	CreateIndex           uint64
+	ModifyIndex           uint64
+}
+
+// NodeResources is what a node has in total, in Nomad's shape.
 type NodeResources struct {
-	// CPU is in MHz, all cores together.
-	CPU   int64
-	Cores int
-	// MemoryMB is in MiB.
+	Cpu     NodeCpuResources
+	Memory  NodeMemoryResources
+	Devices []*DeviceGroup
+}
+
+// NodeCpuResources is a node's CPU: CpuShares in MHz, all cores together,
+// and the number of cores.
+type NodeCpuResources struct {
+	CpuShares     int64
+	TotalCpuCores uint16
+}
+
+// NodeMemoryResources is a node's memory in MiB.
+type NodeMemoryResources struct {
 	MemoryMB int64
-	Devices  []*DeviceGroup
 }
 
 // NodeReservedResources is kept back for the OS and the agent itself.
 type NodeReservedResources struct {
-	// CPU is in MHz.
-	CPU int64
-	// MemoryMB is in MiB.
-	MemoryMB int64
+	Cpu    NodeReservedCpuResources
+	Memory NodeReservedMemoryResources
+}
+
+// NodeReservedCpuResources is reserved CPU in MHz.
+type NodeReservedCpuResources struct {
+	CpuShares uint64
+}
+
+// NodeReservedMemoryResources is reserved memory in MiB.
+type NodeReservedMemoryResources struct {
+	MemoryMB uint64
 }
 
 // DeviceGroup is a set of identical devices on one node.
@@ -88,8 +140,13 @@ type DeviceInstance struct {
 	ID                string
 	Healthy           bool
 	HealthDescription string
-	// Locality is the PCI bus ID where known.
-	Locality string
+	// Locality names where the device sits; nil when unknown.
+	Locality *NodeDeviceLocality `json:",omitempty"`
+}
+
+// NodeDeviceLocality is a device's place on its host: the PCI bus ID.
+type NodeDeviceLocality struct {
+	PciBusID string
 }
 
 // Attribute is a typed value with an optional unit; exactly one of Int,

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -127,8 +129,12 @@ func (o *Operator) StateHash() (*StateHash, error) {
 type AgentMember struct {
 	// Name is the server's name.
 	Name string
-	// Addr is its gossip address, "host:port".
+	// Addr is the host of its gossip address and Port the port (Nomad's
+	// shape); GossipAddr joins them.
 	Addr string
+	Port uint16
+	// Tags holds "region", "dc" and "role", as Nomad's members do.
+	Tags map[string]string `json:",omitempty"`
 	// Status is "alive", "failed" or "left".
 	Status          string
 	Datacenter      string
@@ -141,9 +147,22 @@ type AgentMember struct {
 	StatusSince time.Time
 }
 
-// AgentMembers is the body of GET /v1/agent/members.
+// GossipAddr returns the member's gossip address, "host:port" (Addr
+// alone when Port is 0, as from older agents whose Addr had both).
+func (m *AgentMember) GossipAddr() string {
+	if m.Port == 0 {
+		return m.Addr
+	}
+	return net.JoinHostPort(m.Addr, strconv.Itoa(int(m.Port)))
+}
+
+// AgentMembers is the body of GET /v1/agent/members: the answering
+// server's name, region and datacenter, and the members.
 type AgentMembers struct {
-	Members []*AgentMember
+	ServerName   string
+	ServerRegion string
+	ServerDC     string
+	Members      []*AgentMember
 }
 
 // Members returns the servers the agent's server knows through gossip.

@@ -81,3 +81,11 @@ func DeploymentsFromStructs(ds []*structs.Deployment) []*api.Deployment {
 	}
 	return out
 }
+
+func cloneBoolPtr(b *bool) *bool {
+	if b == nil {
+		return nil
+	}
+	v := *b
+	return &v
+}

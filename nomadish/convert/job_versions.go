@@ -5,13 +5,14 @@ import (
 	"github.com/gpulayer/gpulayer/structs"
 )
 
-// JobVersionsFromStructs renders a job's versions (newest first) and, with
-// diffs, the change from each version to the next newer one: Diffs[i] is
-// from versions[i+1] to versions[i], as Nomad's /versions?diffs=true.
-func JobVersionsFromStructs(versions []*structs.Job, diffs bool) *api.JobVersionsResponse {
+// JobVersionsFromStructs renders a job's versions (newest first, each as
+// JobRead renders a job in region) and, with diffs, the change from each
+// version to the next newer one: Diffs[i] is from versions[i+1] to
+// versions[i], as Nomad's /versions?diffs=true.
+func JobVersionsFromStructs(versions []*structs.Job, diffs bool, region string) *api.JobVersionsResponse {
 	out := &api.JobVersionsResponse{Versions: make([]*api.Job, 0, len(versions))}
 	for _, v := range versions {
-		out.Versions = append(out.Versions, JobFromStructs(v))
+		out.Versions = append(out.Versions, JobRead(v, region))
 	}
 	if !diffs {
 		return out

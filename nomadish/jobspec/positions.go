@@ -176,6 +176,13 @@ func ParseVarFile(path string) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseVarSource(path, src)
+}
+
+// ParseVarSource is ParseVarFile for the content src of a variable file
+// named path (in error messages), e.g. the Variables string of Nomad's
+// /v1/jobs/parse request.
+func ParseVarSource(path string, src []byte) (map[string]string, error) {
 	// A var file is HCL too: refuse nesting hcl/v2 would overflow the
 	// stack on before it parses (nesting.go).
 	if diags := CheckNesting(path, src); diags.HasErrors() {

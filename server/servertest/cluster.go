@@ -38,12 +38,18 @@ type clusterNode struct {
 	cut map[raft.ServerAddress]bool
 }
 
-// ClusterRaftTuning shortens Raft's timeouts for an in-memory cluster, so
-// elections and failover take well under a second even under -race.
+// ClusterRaftTuning sets Raft's timeouts for an in-memory cluster: failover
+// in one to two seconds, and no leadership lost to a starved scheduler. At
+// 300 ms heartbeats and a 200 ms lease, leaders stepped down mid-write in a
+// make test run beside other builds on 2 cores (load average 20 under
+// -race: "leadership lost while committing log" in tests that kill no one),
+// because a heartbeat goroutine that does not run for 200 ms looks like a
+// lost quorum. A lease as long as the heartbeat timeout (the most Raft
+// allows) leaves a second of slack.
 func ClusterRaftTuning(c *raft.Config) {
-	c.HeartbeatTimeout = 300 * time.Millisecond
-	c.ElectionTimeout = 300 * time.Millisecond
-	c.LeaderLeaseTimeout = 200 * time.Millisecond
+	c.HeartbeatTimeout = time.Second
+	c.ElectionTimeout = time.Second
+	c.LeaderLeaseTimeout = time.Second
 	c.CommitTimeout = 5 * time.Millisecond
 }
 

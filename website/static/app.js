@@ -342,7 +342,7 @@
       (m.NodesExhausted || 0) + ' exhausted' + (parts.length ? ' (' + parts.join('; ') + ')' : '');
   }
 
-  // planView renders GPUlayer's plan response (Groups, Diff, Preemptions)
+  // planView renders GPUlayer's plan response (Groups, DiffLines, Preemptions)
   // or a Nomad-shaped one (Annotations, FailedTGAllocs), as text only.
   function planView(plan) {
     var box = el('div');
@@ -363,9 +363,9 @@
       }
       if (!plan.JobModifyIndex) {
         box.appendChild(el('p', 'A new job: nothing runs under this ID yet.', 'muted'));
-      } else if (plan.Diff && plan.Diff.length) {
+      } else if (plan.DiffLines && plan.DiffLines.length) {
         box.appendChild(el('h3', 'Changes against the running version'));
-        box.appendChild(el('pre', plan.Diff.join('\n')));
+        box.appendChild(el('pre', plan.DiffLines.join('\n')));
       }
     } else {
       var d = (plan.Annotations && plan.Annotations.DesiredTGUpdates) || {};
