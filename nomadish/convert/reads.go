@@ -349,7 +349,7 @@ func PlanRead(jobID string, p *structs.JobPlanResponse) *api.JobPlanResponse {
 			continue
 		}
 		out.Groups = append(out.Groups, &api.GroupPlan{Name: g.Name, Place: g.Place, Stop: g.Stop, InPlace: g.InPlace,
-			Nodes: cloneIntMap(g.Nodes), Queued: g.Queued, Failure: allocMetricRead(g.Failure)})
+			Nodes: cloneIntMap(g.Nodes), Queued: g.Queued, Failure: allocMetricRead(g.Failure), Notes: cloneStrings(g.Notes)})
 		out.Annotations.DesiredTGUpdates[g.Name] = &api.DesiredUpdates{Place: uint64(max(g.Place, 0)), Stop: uint64(max(g.Stop, 0)),
 			InPlaceUpdate: uint64(max(g.InPlace, 0))}
 		gd := &api.TaskGroupDiff{Type: diff.Type, Name: g.Name, Updates: map[string]uint64{}}
