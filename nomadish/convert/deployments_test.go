@@ -30,6 +30,11 @@ func TestDeploymentReads(t *testing.T) {
 		!a.DeploymentStatus.Canary || a.DeploymentStatus.ModifyIndex != 7 {
 		t.Fatalf("alloc deployment status = %+v", a.DeploymentStatus)
 	}
+	b := EventBatchRead(&structs.EventBatch{Index: 3, Events: []*structs.Event{{Topic: structs.TopicDeployment, Type: structs.EventDeploymentStatusUpdate,
+		Key: "d", Index: 3, Payload: structs.EventPayload{Deployment: &structs.Deployment{ID: "d", Namespace: "ml"}}}}}, "global")
+	if raw := b.Events[0].Payload["Deployment"]; len(raw) == 0 || b.Events[0].Namespace != "ml" {
+		t.Fatalf("deployment event = %+v", b.Events[0])
+	}
 	zero := 0
 	j := JobRead(&structs.Job{ID: "web", Stable: true, TaskGroups: []*structs.TaskGroup{{Name: "g",
 		Update: &structs.UpdateStrategy{MaxParallel: 1, MaxUnavailable: &zero, MinHealthyTime: time.Minute}}}}, "global")

@@ -403,6 +403,9 @@ func EventBatchRead(b *structs.EventBatch, region string) *api.EventBatch {
 		case p.Evaluation != nil:
 			name, v = "Evaluation", EvalRead(p.Evaluation)
 			ev.Namespace = nsOr(p.Evaluation.Namespace)
+		case p.Deployment != nil:
+			name, v = "Deployment", DeploymentFromStructs(p.Deployment)
+			ev.Namespace = nsOr(p.Deployment.Namespace)
 		}
 		if name != "" {
 			// The wire types hold only encodable values.
