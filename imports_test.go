@@ -27,7 +27,7 @@ var importRules = []struct {
 	anyThird bool
 }{
 	// "stdlib + msgpack only".
-	{pkg: "structs", third: []string{msgpackModule}},
+	{pkg: "structs", third: []string{msgpackModule, "github.com/hashicorp/cronexpr"}},
 	{pkg: "state", allowed: []string{"structs"}, third: []string{"github.com/hashicorp/go-memdb", msgpackModule}},
 	{pkg: "server/fsm", allowed: []string{"structs", "state"}, third: []string{"github.com/hashicorp/go-hclog", "github.com/hashicorp/raft", msgpackModule}},
 	// "Pure placement ... No I/O, no clocks": nothing beyond the

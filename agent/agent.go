@@ -106,6 +106,7 @@ func (a *Agent) start() error {
 			RaftBindAddr:    cfg.RaftAddr(),
 			BootstrapExpect: cfg.Server.BootstrapExpect,
 			NumSchedulers:   cfg.Server.NumSchedulers,
+			RaftMultiplier:  cfg.Server.RaftMultiplier,
 			DevMode:         cfg.DevMode,
 			Datacenter:      cfg.Datacenter,
 			HTTPAddr:        cfg.HTTPAdvertiseAddr(cfg.HTTPAddr()),

@@ -60,6 +60,20 @@ func (p *proc) start() {
 	p.cmd, p.done = cmd, done
 }
 
+// logCount returns how many times substr occurs in the process's output
+// so far (all its runs).
+func (p *proc) logCount(substr string) int {
+	p.mu.Lock()
+	l, buf := p.log, p.buf
+	p.mu.Unlock()
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(buf.String(), substr)
+}
+
 // alive reports whether the process is running.
 func (p *proc) alive() bool {
 	p.mu.Lock()

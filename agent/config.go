@@ -92,6 +92,12 @@ type ServerConfig struct {
 	BootstrapExpect int `hcl:"bootstrap_expect,optional"`
 	// NumSchedulers is how many scheduler workers run. Default 2.
 	NumSchedulers int `hcl:"num_schedulers,optional"`
+	// RaftMultiplier scales Raft's heartbeat (400 ms), election (400 ms)
+	// and leader lease (200 ms) timeouts, as Nomad's raft_multiplier
+	// does: 1 (the default) for servers on one LAN, up to 10 for a WAN or
+	// for hosts so loaded that leaders change without a failure
+	// (server.RaftTimings).
+	RaftMultiplier int `hcl:"raft_multiplier,optional"`
 	// RetryJoin lists gossip addresses of other servers ("host" or
 	// "host:port"; the port defaults to 4658) to join at start, retried
 	// until one answers.
@@ -294,6 +300,9 @@ func (c *Config) Merge(o *Config) {
 		}
 		if s.NumSchedulers != 0 {
 			c.Server.NumSchedulers = s.NumSchedulers
+		}
+		if s.RaftMultiplier != 0 {
+			c.Server.RaftMultiplier = s.RaftMultiplier
 		}
 		if len(s.RetryJoin) > 0 {
 			c.Server.RetryJoin = append([]string(nil), s.RetryJoin...)

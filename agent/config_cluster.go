@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/gpulayer/gpulayer/agent/client"
+	"github.com/gpulayer/gpulayer/server"
 )
 
 // validateCluster checks the settings of a multi-server cluster and of a
@@ -29,6 +30,9 @@ func (c *Config) validateCluster() []string {
 		}
 	}
 	p = append(p, c.validateGossipAuth()...)
+	if m := c.Server.RaftMultiplier; m < 0 || m > server.MaxRaftMultiplier {
+		p = append(p, fmt.Sprintf("server.raft_multiplier: want 1 to %d, got %d", server.MaxRaftMultiplier, m))
+	}
 	if c.DevMode && c.Server.BootstrapExpect > 1 {
 		p = append(p, fmt.Sprintf("server.bootstrap_expect: dev mode runs one server, got %d", c.Server.BootstrapExpect))
 	}

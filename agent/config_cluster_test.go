@@ -15,6 +15,7 @@ func TestParseConfigCluster(t *testing.T) {
 server {
   enabled          = true
   bootstrap_expect = 3
+  raft_multiplier  = 5
   retry_join       = ["10.0.0.2", "10.0.0.3:5000"]
   encrypt          = "` + key + `"
 }
@@ -37,6 +38,9 @@ client {
 	}
 	if len(cfg.GossipKey()) != 32 || cfg.Server.BootstrapExpect != 3 {
 		t.Errorf("key %d bytes, expect %d", len(cfg.GossipKey()), cfg.Server.BootstrapExpect)
+	}
+	if cfg.Server.RaftMultiplier != 5 {
+		t.Errorf("raft multiplier %d, want 5", cfg.Server.RaftMultiplier)
 	}
 	if len(cfg.Client.Servers) != 2 || cfg.SerfAddr() != "0.0.0.0:4658" {
 		t.Errorf("servers %v serf %s", cfg.Client.Servers, cfg.SerfAddr())
@@ -63,6 +67,8 @@ func TestValidateClusterBadInput(t *testing.T) {
 		{"bad server address", func(c *Config) { c.Client.Servers = []string{"a:1", "b"} }, "client.servers[1]"},
 		{"http bind not an IP", func(c *Config) { c.Addresses.HTTP = "localhost" }, "addresses.http"},
 		{"dev with three servers", func(c *Config) { c.DevMode = true; c.Server.BootstrapExpect = 3 }, "server.bootstrap_expect: dev mode"},
+		{"raft multiplier negative", func(c *Config) { c.Server.RaftMultiplier = -1 }, "server.raft_multiplier: want 1 to 10, got -1"},
+		{"raft multiplier too large", func(c *Config) { c.Server.RaftMultiplier = 11 }, "server.raft_multiplier: want 1 to 10, got 11"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()

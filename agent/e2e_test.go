@@ -304,7 +304,7 @@ func TestE2EBadInput(t *testing.T) {
 		if !strings.Contains(out, "bad.hcl:") {
 			t.Errorf("error does not name file:line:col:\n%s", out)
 		}
-		var jobs []*structs.Job
+		var jobs []*api.JobListStub
 		a.getJSON("/v1/jobs", &jobs)
 		if len(jobs) != 0 {
 			t.Errorf("%d jobs registered after a parse error", len(jobs))

@@ -597,11 +597,68 @@ func TestNomadAPIConformance(t *testing.T) {
 		}
 	})
 
-	t.Run("Jobs.Dispatch", func(t *testing.T) {
-		t.Skip("pending: parameterized jobs and dispatch (issue 12/13)")
+	step("Jobs.Dispatch", func(t *testing.T) {
+		pj := conformChildJob("param", "echo payload=$(cat local/input) model=$NOMAD_META_model")
+		pj.ParameterizedJob = &nomad.ParameterizedJobConfig{Payload: "required", MetaRequired: []string{"model"}}
+		pj.TaskGroups[0].Tasks[0].DispatchPayload = &nomad.DispatchPayloadConfig{File: "input"}
+		if _, _, err := c.Jobs().Register(pj, nil); err != nil {
+			t.Fatal(err)
+		}
+		q := &nomad.WriteOptions{IdempotencyToken: "conform-1"}
+		resp, wm, err := c.Jobs().Dispatch("param", map[string]string{"model": "llama"}, []byte("hi"), "", q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(resp.DispatchedJobID, "param/dispatch-") || resp.EvalID == "" || resp.JobCreateIndex == 0 || wm.LastIndex == 0 {
+			t.Fatalf("dispatch: %+v (LastIndex %d)", resp, wm.LastIndex)
+		}
+		again, _, err := c.Jobs().Dispatch("param", map[string]string{"model": "llama"}, []byte("hi"), "", q)
+		if err != nil || again.DispatchedJobID != resp.DispatchedJobID {
+			t.Fatalf("dispatch with the same idempotency token: %+v, %v; want %s again", again, err, resp.DispatchedJobID)
+		}
+		child, _, err := c.Jobs().Info(resp.DispatchedJobID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *child.ParentID != "param" || !child.Dispatched || child.Meta["model"] != "llama" || string(child.Payload) != "hi" {
+			t.Errorf("dispatched child: parent %q dispatched %v meta %v payload %q", *child.ParentID, child.Dispatched, child.Meta, child.Payload)
+		}
+		waitComplete(t, c, resp.DispatchedJobID)
+		if _, _, err := c.Jobs().Dispatch("param", nil, []byte("hi"), "", nil); err == nil || !strings.Contains(err.Error(), "model") {
+			t.Errorf("dispatch without the required meta key: %v, want an error naming model", err)
+		}
 	})
-	t.Run("Jobs.PeriodicForce", func(t *testing.T) {
-		t.Skip("pending: periodic jobs (issue 12/13)")
+
+	step("Jobs.PeriodicForce", func(t *testing.T) {
+		pj := conformChildJob("nightly", "echo forced")
+		// New Year's midnight: nothing launches on its own during the test.
+		pj.Periodic = &nomad.PeriodicConfig{Enabled: pointer(true), Spec: pointer("0 0 1 1 *"), SpecType: pointer("cron"), ProhibitOverlap: pointer(true)}
+		if _, _, err := c.Jobs().Register(pj, nil); err != nil {
+			t.Fatal(err)
+		}
+		evalID, wm, err := c.Jobs().PeriodicForce("nightly", nil)
+		if err != nil || evalID == "" || wm.LastIndex == 0 {
+			t.Fatalf("PeriodicForce = %q, %+v, %v", evalID, wm, err)
+		}
+		stubs, _, err := c.Jobs().PrefixList("nightly/periodic-")
+		if err != nil || len(stubs) != 1 || stubs[0].ParentID != "nightly" {
+			t.Fatalf("children of nightly: %+v, %v; want one with ParentID nightly", stubs, err)
+		}
+		parent, _, err := c.Jobs().Info("nightly", nil)
+		if err != nil || parent.Periodic == nil || *parent.Periodic.Spec != "0 0 1 1 *" || !*parent.Periodic.ProhibitOverlap {
+			t.Fatalf("periodic parent read back: %+v, %v", parent.Periodic, err)
+		}
+		waitComplete(t, c, stubs[0].ID)
+		waittest.For(t, 30*time.Second, "the parent's summary counting one dead child", func() (bool, string) {
+			sum, _, err := c.Jobs().Summary("nightly", nil)
+			if err != nil {
+				return false, err.Error()
+			}
+			if sum.Children == nil {
+				return false, "no Children in the summary"
+			}
+			return sum.Children.Dead == 1 && sum.Children.Running == 0 && sum.Children.Pending == 0, fmt.Sprintf("%+v", *sum.Children)
+		})
 	})
 	step("Deployments", func(t *testing.T) {
 		roll, err := c.Jobs().ParseHCL(conformanceRollingHCL, true)
@@ -704,3 +761,39 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// conformChildJob is a one-task native batch job running script, for the dispatch
+// and periodic steps.
+func conformChildJob(id, script string) *nomad.Job {
+	return &nomad.Job{
+		ID: pointer(id), Name: pointer(id), Type: pointer("batch"), Datacenters: []string{"dc1"},
+		TaskGroups: []*nomad.TaskGroup{{
+			Name: pointer("g"), Count: pointer(1),
+			Tasks: []*nomad.Task{{
+				Name: "t", Driver: "native",
+				Config:    map[string]any{"command": "/bin/sh", "args": []string{"-c", script}},
+				Resources: &nomad.Resources{CPU: pointer(100), MemoryMB: pointer(32)},
+			}},
+		}},
+	}
+}
+
+// waitComplete waits for the job's one allocation to complete.
+func waitComplete(t *testing.T, c *nomad.Client, jobID string) {
+	t.Helper()
+	waittest.For(t, 60*time.Second, jobID+" complete", func() (bool, string) {
+		allocs, _, err := c.Jobs().Allocations(jobID, false, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(allocs) != 1 {
+			return false, fmt.Sprintf("%d allocations", len(allocs))
+		}
+		if allocs[0].ClientStatus == "failed" {
+			t.Fatalf("%s failed: %s", jobID, allocs[0].ClientDescription)
+		}
+		return allocs[0].ClientStatus == "complete", allocs[0].ClientStatus
+	})
+}
+
+func pointer[T any](v T) *T { return &v }

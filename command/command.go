@@ -78,6 +78,10 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"deployment status":  func() (cli.Command, error) { return &DeploymentStatusCommand{Meta: m}, nil },
 		"deployment promote": func() (cli.Command, error) { return &DeploymentPromoteCommand{Meta: m}, nil },
 		"deployment fail":    func() (cli.Command, error) { return &DeploymentFailCommand{Meta: m}, nil },
+		// Periodic and parameterized jobs.
+		"job dispatch":       func() (cli.Command, error) { return &JobDispatchCommand{Meta: m}, nil },
+		"job periodic":       func() (cli.Command, error) { return &JobPeriodicCommand{Meta: m}, nil },
+		"job periodic force": func() (cli.Command, error) { return &JobPeriodicForceCommand{Meta: m}, nil },
 		"alloc":              func() (cli.Command, error) { return &AllocCommand{Meta: m}, nil },
 		"alloc status":       func() (cli.Command, error) { return &AllocStatusCommand{Meta: m}, nil },
 		"alloc logs":         func() (cli.Command, error) { return &AllocLogsCommand{Meta: m}, nil },

@@ -120,7 +120,7 @@ func formatJobDiff(d *api.JobDiff) string {
 // lookupJob finds the one job whose ID is or starts with prefix; when
 // there is none or several it prints why and returns nil with the exit
 // code.
-func (m *Meta) lookupJob(client *api.Client, prefix string) (*api.Job, int) {
+func (m *Meta) lookupJob(client *api.Client, prefix string) (*api.JobListStub, int) {
 	if strings.TrimSpace(prefix) == "" {
 		return nil, m.errorf("Job ID must not be empty")
 	}

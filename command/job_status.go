@@ -70,7 +70,7 @@ func (c *JobStatusCommand) Run(args []string) int {
 }
 
 // pickJob returns the job whose ID is prefix, or the only job listed.
-func pickJob(jobs []*api.Job, prefix string) *api.Job {
+func pickJob(jobs []*api.JobListStub, prefix string) *api.JobListStub {
 	for _, j := range jobs {
 		if j.ID == prefix {
 			return j
@@ -83,7 +83,7 @@ func pickJob(jobs []*api.Job, prefix string) *api.Job {
 }
 
 // jobList renders the jobs table.
-func (m *Meta) jobList(jobs []*api.Job) string {
+func (m *Meta) jobList(jobs []*api.JobListStub) string {
 	sort.Slice(jobs, func(i, j int) bool { return jobs[i].ID < jobs[j].ID })
 	rows := make([][]string, len(jobs))
 	for i, j := range jobs {
@@ -109,15 +109,26 @@ func (m *Meta) showJob(client *api.Client, id string) int {
 	if err != nil {
 		return m.errorf("Error querying evaluations of job %q: %v", id, err)
 	}
-	m.UI.Output(kv([][2]string{
+	status := job.Status
+	if job.Held {
+		status += " (held: the parent's max_running_children are running)"
+	}
+	rows := [][2]string{
 		{"ID", job.ID},
 		{"Name", job.Name},
 		{"Type", job.Type},
 		{"Priority", strconv.Itoa(job.Priority)},
 		{"Datacenters", strings.Join(job.Datacenters, ",")},
-		{"Status", job.Status},
+		{"Status", status},
 		{"Submit Date", m.formatUnixNano(job.SubmitTime)},
-	}))
+	}
+	if job.ParentID != "" {
+		rows = append(rows, [2]string{"Parent", job.ParentID})
+	}
+	m.UI.Output(kv(rows))
+	if job.Periodic != nil || (job.ParameterizedJob != nil && !job.Dispatched) {
+		return m.showChildren(client, job)
+	}
 	m.UI.Output("\nSummary")
 	m.UI.Output(jobSummary(job, allocs, evals))
 	if blocked := newestBlockedEval(evals); blocked != nil {

@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gpulayer/gpulayer/server/servertest"
@@ -44,5 +46,74 @@ func TestUpdateAllocsRecordsOutputs(t *testing.T) {
 		Outputs: []*structs.ArtifactRef{{Path: "/etc/passwd", Digest: dig}}}})
 	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "outputs[0]: path") {
 		t.Fatalf("absolute output path: %v", err)
+	}
+}
+
+// TestUpdateAllocsConcurrentCallersAllApplied: many clients' status updates
+// arriving together (merged into shared Raft entries by the leader) are
+// each applied, each caller returning only once its update is in the
+// state, and a failed service allocation among them still gets its
+// replacement evaluation.
+func TestUpdateAllocsConcurrentCallersAllApplied(t *testing.T) {
+	s := servertest.NewServer(t)
+	node := statetest.Node(0)
+	node.NodeResources.CPU, node.NodeResources.MemoryMB = 1<<20, 1<<22
+	if _, err := s.NodeRegister(ctxT(t), node); err != nil {
+		t.Fatal(err)
+	}
+	const n = 24
+	batch := statetest.BatchJob(0)
+	batch.TaskGroups[0].Count = n
+	if _, err := s.JobRegister(ctxT(t), batch); err != nil {
+		t.Fatal(err)
+	}
+	allocs := runningAllocs(t, s, batch.ID, n)
+	svc := statetest.Job()
+	if _, err := s.JobRegister(ctxT(t), svc); err != nil {
+		t.Fatal(err)
+	}
+	failing := runningAllocs(t, s, svc.ID, 1)[0]
+	evalsBefore, _, err := s.JobEvaluations(ctxT(t), svc.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, n+1)
+	for _, a := range allocs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.UpdateAllocs(ctxT(t), []*structs.Allocation{{ID: a.ID, NodeID: node.ID, ClientStatus: structs.AllocClientStatusComplete}}); err != nil {
+				errs <- err
+				return
+			}
+			got, _, err := s.AllocGet(ctxT(t), a.ID, nil)
+			if err == nil && got.ClientStatus != structs.AllocClientStatusComplete {
+				err = fmt.Errorf("%s is %q right after its update returned", a.ID, got.ClientStatus)
+			}
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := s.UpdateAllocs(ctxT(t), []*structs.Allocation{{ID: failing.ID, NodeID: node.ID, ClientStatus: structs.AllocClientStatusFailed}}); err != nil {
+			errs <- err
+		}
+	}()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	evals, _, err := s.JobEvaluations(ctxT(t), svc.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evals) <= len(evalsBefore) {
+		t.Fatalf("no evaluation for the failed service allocation: %d before, %d after", len(evalsBefore), len(evals))
 	}
 }

@@ -13,6 +13,9 @@ type nodeAllocsWatch struct {
 	// first holds the allocation IDs of the query's first read; nil before
 	// it.
 	first map[string]bool
+	// byAllocModify builds the index from AllocModifyIndex (server-side
+	// changes only) instead of ModifyIndex (NodeClientAllocs).
+	byAllocModify bool
 }
 
 // index returns the index of a read that found allocs while the allocs
@@ -22,7 +25,14 @@ type nodeAllocsWatch struct {
 // allocation of the first read is missing. A removal between two queries
 // (before the first read) shows at the next change or at the wait's end.
 func (w *nodeAllocsWatch) index(allocs []*structs.Allocation, table uint64) uint64 {
-	idx := max(maxAllocModifyIndex(allocs), min(w.minIndex, table))
+	highest := maxAllocModifyIndex(allocs)
+	if w.byAllocModify {
+		highest = 1
+		for _, a := range allocs {
+			highest = max(highest, a.AllocModifyIndex)
+		}
+	}
+	idx := max(highest, min(w.minIndex, table))
 	if w.first == nil {
 		w.first = make(map[string]bool, len(allocs))
 		for _, a := range allocs {

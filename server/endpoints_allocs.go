@@ -20,7 +20,9 @@ const minPrefixLen = 4
 const EvalTriggerAllocFailure = "alloc-failure"
 
 // UpdateAllocs records client-side status of allocations (ClientStatus,
-// ClientDescription, TaskStates) in one Raft entry. A service allocation or
+// ClientDescription, TaskStates) in one Raft entry, shared with the other
+// callers' updates that arrive while one is being applied
+// (alloc_update_batch.go). A service allocation or
 // a gang member that failed gets a pending evaluation for its job, so the
 // scheduler replaces it (a gang as a whole). It returns an error wrapping
 // structs.ErrInvalid for an allocation without ID; one wrapping
@@ -100,7 +102,7 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		// ready): an unknown ID was never placed or was garbage collected.
 		return fmt.Errorf("update allocs: unknown allocations %q (nothing was applied): %w", unknown, structs.ErrNotFound)
 	}
-	_, index, err := s.raftApply(structs.AllocClientUpdateRequestType, req)
+	index, err := s.allocUpdates.applyAllocUpdate(req, s.applyAllocClientUpdate)
 	if err != nil {
 		return fmt.Errorf("update allocs: %w", err)
 	}
@@ -109,6 +111,13 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		s.broker.Enqueue(e)
 	}
 	return nil
+}
+
+// applyAllocClientUpdate commits one AllocClientUpdate entry and returns
+// its Raft index (also on an FSM error, which raftApply returns with it).
+func (s *Server) applyAllocClientUpdate(req *structs.AllocClientUpdateRequest) (uint64, error) {
+	_, index, err := s.raftApply(structs.AllocClientUpdateRequestType, req)
+	return index, err
 }
 
 // AllocList returns the allocations whose ID starts with q.Prefix, as a

@@ -27,12 +27,27 @@ func (s *Server) JobRegister(ctx context.Context, job *structs.Job) (*structs.Jo
 		return nil, err
 	}
 	job = job.Copy()
+	if err := childFieldsProblem(job); err != nil {
+		return nil, err
+	}
 	job.Canonicalize()
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
 	now := time.Now().UnixNano()
 	job.SubmitTime = now
+	if job.IsParent() {
+		// A periodic or parameterized job gets no evaluation (Nomad's
+		// rule): it is never placed. One that replaces a job that was
+		// placed still needs one, to stop those allocations.
+		prev, err := s.fsm.State().JobByID(nil, job.ID)
+		if err != nil {
+			return nil, fmt.Errorf("job register %q: %w", job.ID, err)
+		}
+		if prev == nil || prev.IsParent() {
+			return s.registerParent(job)
+		}
+	}
 	eval := &structs.Evaluation{
 		ID:          structs.GenerateUUID(),
 		Namespace:   job.Namespace,
@@ -59,6 +74,20 @@ func (s *Server) JobRegister(ctx context.Context, job *structs.Job) (*structs.Jo
 	}
 	eval.CreateIndex, eval.ModifyIndex = index, index
 	s.broker.Enqueue(eval)
+	return resp, nil
+}
+
+// registerParent commits a periodic or parameterized job without an
+// evaluation.
+func (s *Server) registerParent(job *structs.Job) (*structs.JobRegisterResponse, error) {
+	_, index, err := s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job})
+	if err != nil {
+		return nil, fmt.Errorf("job register %q: %w", job.ID, err)
+	}
+	resp := &structs.JobRegisterResponse{WriteMeta: structs.WriteMeta{Index: index}}
+	if stored, err := s.fsm.State().JobByID(nil, job.ID); err == nil && stored != nil {
+		resp.JobModifyIndex = stored.JobModifyIndex
+	}
 	return resp, nil
 }
 

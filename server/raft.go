@@ -106,6 +106,7 @@ func (s *Server) setupRaft() error {
 	rc.LocalID = raft.ServerID(cfg.NodeName)
 	rc.Logger = rlog
 	rc.NotifyCh = s.leaderCh
+	rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = RaftTimings(cfg.RaftMultiplier)
 	if cfg.DevMode {
 		// One voter: elections need no peers, so short timeouts give a
 		// leader in well under a second.

@@ -86,6 +86,11 @@ type Config struct {
 	// DevMode shortens Raft timeouts for a single node (a leader in well
 	// under a second).
 	DevMode bool
+	// RaftMultiplier scales Raft's heartbeat, election and leader lease
+	// timeouts (RaftTimings), as Nomad's raft_multiplier does: 1 (or 0,
+	// the default) suits servers on one LAN; a WAN, or hosts so loaded that
+	// leaders change without a failure, want more. 1 to MaxRaftMultiplier.
+	RaftMultiplier int
 	// Logger is the parent logger; nil means hclog.NewNullLogger().
 	Logger hclog.Logger
 
@@ -118,6 +123,9 @@ type Config struct {
 	// GC tunes the leader's garbage collector (core_gc.go); zero values
 	// take its defaults.
 	GC GCConfig
+	// PeriodicClock is the clock the leader's periodic launcher reads
+	// (periodic.go); nil is time.Now. Tests inject one.
+	PeriodicClock func() time.Time
 
 	// Cluster membership (see membership.go and doc.go).
 
@@ -223,6 +231,9 @@ type Server struct {
 	blobGC    chan []string
 	// artifactSync wakes artifactSyncLoop (artifact_sync.go).
 	artifactSync chan struct{}
+	// allocUpdates merges concurrent client status updates into one Raft
+	// entry (alloc_update_batch.go).
+	allocUpdates allocUpdateBatch
 	// gcMu runs garbage collections one at a time (core_gc.go).
 	gcMu sync.Mutex
 	// acls caches resolved ACL tokens (acl.go).
@@ -279,6 +290,9 @@ func NewServer(cfg *Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w: data dir is required", structs.ErrInvalid)
 	}
 	if err := c.checkCluster(); err != nil {
+		return nil, err
+	}
+	if err := checkRaftMultiplier(c.RaftMultiplier); err != nil {
 		return nil, err
 	}
 	if c.NodeName == "" {

@@ -29,7 +29,16 @@ import (
 //     "pending" once collected.
 //  6. Otherwise (a job just registered, with no evaluation yet)
 //     → "pending".
+//
+// A periodic or parameterized parent, which never has allocations of its
+// own, is "running" until stopped and then "dead" (Nomad's rule).
 func jobStatusTxn(txn *memdb.Txn, job *structs.Job, evalDelete bool) (string, error) {
+	if job.IsParent() {
+		if job.Stop {
+			return structs.JobStatusDead, nil
+		}
+		return structs.JobStatusRunning, nil
+	}
 	allocs, err := allocsByJobTxn(txn, nil, job.ID)
 	if err != nil {
 		return "", err

@@ -31,7 +31,9 @@ const (
 // indexedTables lists the tables whose Raft index is tracked in TableIndex.
 var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts,
 	// Job versions and deployments.
-	TableJobVersions, TableDeployments}
+	TableJobVersions, TableDeployments,
+	// Periodic jobs.
+	TablePeriodicLaunch}
 
 // IndexEntry is a row of the index table: the Raft index at which the table
 // named Key last changed.
@@ -55,6 +57,8 @@ var schemaFns = []func() *memdb.TableSchema{
 	// Job versions and deployments.
 	jobVersionsTableSchema,
 	deploymentsTableSchema,
+	// Periodic jobs.
+	periodicLaunchTableSchema,
 }
 
 // dbSchema returns the full memdb schema. It returns an error when a table's

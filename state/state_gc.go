@@ -66,6 +66,10 @@ func (s *StateStore) PurgeGC(index uint64, req *structs.GCPurgeRequest) error {
 		if err := deleteJobDeploymentsTxn(txn, index, j.JobID); err != nil {
 			return err
 		}
+		// A periodic job's launch record goes with it.
+		if err := deletePeriodicLaunchTxn(txn, index, j.JobID); err != nil {
+			return err
+		}
 		for _, id := range j.Evals {
 			e, err := evalByIDTxn(txn, nil, id)
 			if err != nil {

@@ -30,7 +30,9 @@ func (s *StateStore) Hash() (string, error) {
 	enc := codec.NewEncoder(h, hashHandle)
 	for _, table := range []string{TableIndex, TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts,
 		// Job versions and deployments.
-		TableDeployments} {
+		TableDeployments,
+		// Periodic jobs.
+		TablePeriodicLaunch} {
 		it, err := txn.Get(table, "id")
 		if err != nil {
 			return "", fmt.Errorf("state: hash %s: %w", table, err)

@@ -21,12 +21,21 @@ func (s *StateStore) UpsertJob(index uint64, job *structs.Job) error {
 	if job == nil || job.ID == "" {
 		return invalid("job: nil or without ID")
 	}
+	txn := s.writeTxn()
+	defer txn.Abort()
+	if err := upsertJobTxn(txn, index, job); err != nil {
+		return err
+	}
+	s.commitTxn(txn, index)
+	return nil
+}
+
+// upsertJobTxn does UpsertJob's writes in txn.
+func upsertJobTxn(txn *memdb.Txn, index uint64, job *structs.Job) error {
 	j, err := safeCopy("job", job.ID, job.Copy)
 	if err != nil {
 		return err
 	}
-	txn := s.writeTxn()
-	defer txn.Abort()
 	existing, err := jobByIDTxn(txn, nil, job.ID)
 	if err != nil {
 		return err
@@ -62,11 +71,8 @@ func (s *StateStore) UpsertJob(index uint64, job *structs.Job) error {
 		return err
 	}
 	if newVersion {
-		if err := upsertJobVersionTxn(txn, index, j); err != nil {
-			return err
-		}
+		return upsertJobVersionTxn(txn, index, j)
 	}
-	s.commitTxn(txn, index)
 	return nil
 }
 
@@ -86,6 +92,9 @@ func (s *StateStore) DeleteJob(index uint64, jobID string) error {
 	}
 	if err := txn.Delete(TableJobs, existing); err != nil {
 		return fmt.Errorf("state: delete job %q: %w", jobID, err)
+	}
+	if err := deletePeriodicLaunchTxn(txn, index, jobID); err != nil {
+		return err
 	}
 	if err := setIndex(txn, TableJobs, index); err != nil {
 		return err

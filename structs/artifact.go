@@ -83,10 +83,11 @@ func ArtifactJobRef(ns, id string) string {
 }
 
 // SplitArtifactJobRef returns the namespace and job ID of a JobRefs entry
-// (job IDs hold no "/", so it splits at the last one); ok is false for an
-// entry without a "/" or with an empty part.
+// (namespaces hold no "/", and the ID of a periodic or dispatched child
+// does, so it splits at the first one); ok is false for an entry without
+// a "/" or with an empty part.
 func SplitArtifactJobRef(ref string) (ns, id string, ok bool) {
-	i := strings.LastIndexByte(ref, '/')
+	i := strings.IndexByte(ref, '/')
 	if i <= 0 || i == len(ref)-1 {
 		return "", "", false
 	}

@@ -22,6 +22,9 @@ const (
 	// scheduler creates for a failed allocation whose reschedule delay has
 	// not yet passed; its WaitUntil is the time the delay ends.
 	EvalTriggerRescheduleLater = "reschedule-later"
+	// EvalTriggerPeriodicJob marks the evaluation of a periodic job's
+	// launched child (Nomad's name).
+	EvalTriggerPeriodicJob = "periodic-job"
 )
 
 // Evaluation asks the scheduler to reconcile one job with the cluster.

@@ -95,6 +95,32 @@ type Job struct {
 	// takes a copy (structs/deployment.go).
 	Update *UpdateStrategy `json:",omitempty"`
 
+	// Periodic and parameterized jobs (structs/job_children.go).
+	//
+	// Periodic, when set on a job without ParentID, makes it a periodic
+	// parent: the leader launches children on its crons.
+	Periodic *PeriodicConfig `json:",omitempty"`
+	// ParameterizedJob makes the job a parameterized parent that `job
+	// dispatch` creates children of; a dispatched child keeps it.
+	ParameterizedJob *ParameterizedJobConfig `json:",omitempty"`
+	// MaxRunningChildren, above zero, caps the children of this parent
+	// that are not dead and not held; further children are registered held
+	// and released oldest first as running ones finish. 0 is no limit.
+	MaxRunningChildren int `json:",omitempty"`
+	// ParentID is the parent's ID on a child, set by the server.
+	ParentID string `json:",omitempty"`
+	// Dispatched is true on a child made by dispatch.
+	Dispatched bool `json:",omitempty"`
+	// Payload is a dispatched child's payload, at most MaxDispatchPayload
+	// bytes (base64 in JSON).
+	Payload []byte `json:",omitempty"`
+	// DispatchIdempotencyToken is the token the child was dispatched with.
+	DispatchIdempotencyToken string `json:",omitempty"`
+	// Held is true on a child registered while its parent had
+	// MaxRunningChildren children running: it has no evaluation and gets
+	// no allocation until the leader releases it.
+	Held bool `json:",omitempty"`
+
 	// Stop is true once the user stopped the job; its allocations are then
 	// told to stop.
 	Stop              bool
@@ -176,6 +202,9 @@ type Task struct {
 	// Artifacts are fetched beneath the task directory before the task
 	// starts (structs/alloc_artifacts.go); at most MaxTaskArtifacts.
 	Artifacts []*TaskArtifact `json:",omitempty"`
+	// DispatchPayload writes a dispatched job's payload to a file beneath
+	// the task's local/ directory.
+	DispatchPayload *DispatchPayloadConfig `json:",omitempty"`
 	// MaxRunDuration bounds this task like TaskGroup.MaxRunDuration (batch
 	// jobs only; zero: none); with both set, the shorter applies.
 	MaxRunDuration time.Duration `json:",omitempty"`
@@ -273,6 +302,7 @@ func (j *Job) Canonicalize() {
 	if len(j.Datacenters) == 0 {
 		j.Datacenters = []string{"dc1"}
 	}
+	j.canonicalizeChildren()
 	for _, tg := range j.TaskGroups {
 		if tg == nil {
 			continue
@@ -320,7 +350,7 @@ func (j *Job) Canonicalize() {
 func (j *Job) Validate() error {
 	var p []string
 	add := func(format string, a ...any) { p = append(p, fmt.Sprintf(format, a...)) }
-	if !validName.MatchString(j.ID) {
+	if !validJobID(j.ID, j.ParentID) {
 		add("ID: must be 1-128 letters, digits, '.', '_' or '-' starting with a letter or digit, got %q", j.ID)
 	}
 	if j.Type != JobTypeBatch && j.Type != JobTypeService {
@@ -338,6 +368,7 @@ func (j *Job) Validate() error {
 		add("%s", e)
 	}
 	p = append(p, j.fieldProblems()...)
+	p = append(p, j.childrenProblems()...)
 	if len(j.TaskGroups) == 0 {
 		add("group: a job needs at least one task group")
 	}
@@ -599,6 +630,9 @@ func (j *Job) Copy() *Job {
 	n.Affinities = copyAffinities(j.Affinities)
 	n.Requires = slices.Clone(j.Requires)
 	n.Update = j.Update.Copy()
+	n.Periodic = j.Periodic.copy()
+	n.ParameterizedJob = j.ParameterizedJob.copy()
+	n.Payload = slices.Clone(j.Payload)
 	if j.TaskGroups != nil {
 		n.TaskGroups = make([]*TaskGroup, len(j.TaskGroups))
 		for i, tg := range j.TaskGroups {
@@ -649,6 +683,10 @@ func (t *Task) Copy() *Task {
 	n.Affinities = copyAffinities(t.Affinities)
 	n.Resources = t.Resources.Copy()
 	n.Artifacts = copyTaskArtifacts(t.Artifacts)
+	if t.DispatchPayload != nil {
+		dp := *t.DispatchPayload
+		n.DispatchPayload = &dp
+	}
 	return &n
 }
 

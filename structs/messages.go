@@ -39,6 +39,11 @@ const (
 	DeploymentStatusUpdateRequestType MessageType = 23
 	DeploymentPromoteRequestType      MessageType = 24
 	DeploymentAllocHealthRequestType  MessageType = 25
+	// Periodic and parameterized jobs (structs/job_children.go); 21 is
+	// kept for them.
+	PeriodicLaunchRequestType     MessageType = 18
+	JobDispatchRequestType        MessageType = 19
+	JobChildrenReleaseRequestType MessageType = 20
 )
 
 // IgnoreUnknownTypeFlag is set on message types that older servers may
@@ -94,6 +99,13 @@ func (t MessageType) String() string {
 		return "DeploymentPromote"
 	case DeploymentAllocHealthRequestType:
 		return "DeploymentAllocHealth"
+	// Periodic and parameterized jobs.
+	case PeriodicLaunchRequestType:
+		return "PeriodicLaunch"
+	case JobDispatchRequestType:
+		return "JobDispatch"
+	case JobChildrenReleaseRequestType:
+		return "JobChildrenRelease"
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }
@@ -218,6 +230,41 @@ type GCJobPurge struct {
 type GCNodePurge struct {
 	NodeID      string
 	ModifyIndex uint64
+}
+
+// PeriodicLaunchRequest launches a periodic job's child. The leader
+// decides the time (Launch, Unix seconds: the cron slot, or the moment of
+// a forced launch) and builds Child (ID PeriodicChildID(ParentID, Launch))
+// and its Eval; the FSM applies it only if no job with Child's ID exists,
+// and, for a scheduled launch (Forced false), only when Launch is later
+// than the parent's recorded last launch and, with prohibit_overlap, no
+// child is alive. A scheduled launch records Launch as the parent's last
+// launch, even when it was skipped, so no later leader decides that time
+// again.
+type PeriodicLaunchRequest struct {
+	ParentID string
+	Launch   int64
+	Forced   bool
+	Child    *Job
+	Eval     *Evaluation
+}
+
+// JobDispatchRequest registers a dispatched child of a parameterized job
+// with its Eval. When Child carries an idempotency token that an existing
+// child of the same parent has, nothing is written and the answer names
+// that child.
+type JobDispatchRequest struct {
+	Child *Job
+	Eval  *Evaluation
+}
+
+// JobChildrenReleaseRequest starts held children of ParentID: the FSM
+// releases, oldest first, as many held children as the parent's
+// max_running_children leaves room for, each one that has an evaluation in
+// Evals (keyed by the evaluation's JobID), and upserts those evaluations.
+type JobChildrenReleaseRequest struct {
+	ParentID string
+	Evals    []*Evaluation
 }
 
 // MsgpackHandle is the codec used for Raft entries, snapshots and the

@@ -1,6 +1,9 @@
 package structs
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // HeaderNodeSecret carries a client node's SecretID on the node routes of
 // the HTTP API (register, heartbeat, allocation watch and updates). The
@@ -34,4 +37,97 @@ type NodeHeartbeatHTTPResponse struct {
 // ClientDescription and TaskStates are read; other fields are ignored).
 type NodeUpdateAllocsHTTPRequest struct {
 	Allocs []*Allocation
+}
+
+// Node allocation changes: the client-only pair of routes a client reads
+// its allocations through (Nomad's Node.GetClientAllocs, then
+// Alloc.GetAllocs for what changed), so a poll does not return every
+// finished allocation with its whole job each time.
+//
+//	GET  /v1/node/{id}/client-allocs        NodeClientAllocsHTTPResponse (blocking query)
+//	POST /v1/node/{id}/client-allocs/fetch  body NodeFetchAllocsHTTPRequest, answer NodeFetchAllocsHTTPResponse
+
+// MaxFetchAllocs bounds the allocation IDs of one NodeFetchAllocsHTTPRequest;
+// a client with more changes fetches them in several requests.
+const MaxFetchAllocs = 1000
+
+// NodeClientAllocsHTTPResponse answers GET /v1/node/{id}/client-allocs:
+// every allocation on the node, terminal or not, by ID, with its
+// AllocModifyIndex (the index of its last server-side change: placement,
+// stop, migration; a client's own status reports do not move it).
+type NodeClientAllocsHTTPResponse struct {
+	Allocs map[string]uint64
+}
+
+// NodeFetchAllocsHTTPRequest is the body of POST
+// /v1/node/{id}/client-allocs/fetch: the allocations to read (at most
+// MaxFetchAllocs, each on the node).
+type NodeFetchAllocsHTTPRequest struct {
+	AllocIDs []string
+}
+
+// NodeFetchAllocsHTTPResponse answers a fetch: the allocations found, in
+// the order asked (an ID no longer stored is left out), each without its
+// Job, and each job version they run once in Jobs.
+type NodeFetchAllocsHTTPResponse struct {
+	Allocs []*NodeFetchedAlloc
+	// Jobs holds each distinct job version of Allocs once.
+	Jobs []*Job
+}
+
+// NodeFetchedAlloc is one fetched allocation: Alloc.Job is nil, and the
+// job is the element of the response's Jobs with ID Alloc.JobID and
+// ModifyIndex JobIndex (JobIndex 0: the allocation has no job).
+type NodeFetchedAlloc struct {
+	Alloc    *Allocation
+	JobIndex uint64
+}
+
+// Validate checks the request's bounds: 1 to MaxFetchAllocs IDs, none
+// empty. Errors wrap ErrInvalid and name the field.
+func (r *NodeFetchAllocsHTTPRequest) Validate() error {
+	if len(r.AllocIDs) == 0 {
+		return fmt.Errorf("%w: AllocIDs: must name at least one allocation", ErrInvalid)
+	}
+	if len(r.AllocIDs) > MaxFetchAllocs {
+		return fmt.Errorf("%w: AllocIDs: %d IDs, at most %d in one request", ErrInvalid, len(r.AllocIDs), MaxFetchAllocs)
+	}
+	for i, id := range r.AllocIDs {
+		if id == "" || len(id) > 128 {
+			return fmt.Errorf("%w: AllocIDs[%d]: must be 1 to 128 characters", ErrInvalid, i)
+		}
+	}
+	return nil
+}
+
+// AttachJobs returns the response's allocations with their Job set from
+// Jobs. An allocation whose job version is missing from Jobs is an error
+// wrapping ErrDecode naming it.
+func (r *NodeFetchAllocsHTTPResponse) AttachJobs() ([]*Allocation, error) {
+	type key struct {
+		id  string
+		idx uint64
+	}
+	jobs := make(map[key]*Job, len(r.Jobs))
+	for _, j := range r.Jobs {
+		if j != nil {
+			jobs[key{j.ID, j.ModifyIndex}] = j
+		}
+	}
+	out := make([]*Allocation, 0, len(r.Allocs))
+	for i, fa := range r.Allocs {
+		if fa == nil || fa.Alloc == nil {
+			return nil, fmt.Errorf("%w: Allocs[%d]: no allocation", ErrDecode, i)
+		}
+		a := fa.Alloc
+		if fa.JobIndex != 0 {
+			j := jobs[key{a.JobID, fa.JobIndex}]
+			if j == nil {
+				return nil, fmt.Errorf("%w: Allocs[%d] (%s): job %q at index %d not in Jobs", ErrDecode, i, a.ID, a.JobID, fa.JobIndex)
+			}
+			a.Job = j
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }

@@ -97,7 +97,7 @@ func (ar *allocRunner) taskRunnerConfig(t *structs.Task, rp *structs.RestartPoli
 		CPUMHzPerCore:  c.cpuMHzPerCore,
 		Handles:        c.state,
 		UpdateState:    ar.updateTask,
-		Prestart:       []taskPrestartHook{artifactsHook{cache: c.artifactCache}},
+		Prestart:       []taskPrestartHook{artifactsHook{cache: c.artifactCache}, dispatchPayloadHook{}},
 	}
 }
 

@@ -338,6 +338,15 @@ func (c *Client) Shutdown() error {
 			go func() { defer wg.Done(); ar.shutdown() }()
 		}
 		wg.Wait()
+		// Drivers that keep something ready for the next task (the
+		// native driver's idle shim) let it go.
+		for _, d := range c.cfg.Drivers {
+			if cl, ok := d.(interface{ Close() error }); ok {
+				if cerr := cl.Close(); cerr != nil {
+					c.logger.Warn("close driver", "driver", d.Name(), "error", cerr)
+				}
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if ferr := c.sync.flush(ctx); ferr != nil {
 			c.logger.Warn("final status update failed", "error", ferr)

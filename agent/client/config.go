@@ -93,8 +93,10 @@ type Config struct {
 	// RegisterTimeout bounds how long NewClient keeps retrying the first
 	// registration; default 1 minute.
 	RegisterTimeout time.Duration
-	// SyncInterval is how often allocation status updates are batched to
-	// the servers; default 200 milliseconds.
+	// SyncInterval is the first wait before resending allocation status
+	// updates the servers refused; it doubles up to 2 seconds. Updates are
+	// sent as soon as they happen, not on a tick (sync.go). Default 50
+	// milliseconds.
 	SyncInterval time.Duration
 	// TelemetryInterval is how often the GPUs' utilisation and memory are
 	// sampled (telemetry.go); default DefaultTelemetryInterval (5 s).
@@ -141,7 +143,7 @@ const (
 	DefaultLogMaxFiles      = 10
 	DefaultLogMaxFileSizeMB = 10
 	DefaultRegisterTimeout  = time.Minute
-	DefaultSyncInterval     = 200 * time.Millisecond
+	DefaultSyncInterval     = 50 * time.Millisecond
 )
 
 // DefaultDrivers returns the native driver and the docker driver with

@@ -79,7 +79,10 @@ type HTTPServerConn struct {
 	secrets map[string]string
 }
 
-var _ ServerConn = (*HTTPServerConn)(nil)
+var (
+	_ ServerConn       = (*HTTPServerConn)(nil)
+	_ AllocChangesConn = (*HTTPServerConn)(nil)
+)
 
 // NewHTTPServerConn returns a connection to cfg.Servers. It returns an
 // error wrapping structs.ErrInvalid when the list is empty or an address
@@ -233,6 +236,68 @@ func (c *HTTPServerConn) NodeAllocations(ctx context.Context, nodeID string, q *
 		meta.LastContact = time.Duration(ms) * time.Millisecond
 	}
 	return out, meta, nil
+}
+
+// NodeClientAllocs implements AllocChangesConn: a blocking GET
+// /v1/node/{id}/client-allocs?index=&wait=.
+func (c *HTTPServerConn) NodeClientAllocs(ctx context.Context, nodeID string, q *structs.QueryOptions) (map[string]uint64, structs.QueryMeta, error) {
+	params, wait := queryParams(q)
+	var out structs.NodeClientAllocsHTTPResponse
+	path := "/v1/node/" + url.PathEscape(nodeID) + "/client-allocs"
+	h, err := c.call(ctx, http.MethodGet, path, params, nodeID, nil, &out, wait)
+	if err != nil {
+		return nil, structs.QueryMeta{}, fmt.Errorf("node client allocations: %w", err)
+	}
+	return out.Allocs, queryMeta(h), nil
+}
+
+// NodeFetchAllocs implements AllocChangesConn: POST
+// /v1/node/{id}/client-allocs/fetch with the IDs.
+func (c *HTTPServerConn) NodeFetchAllocs(ctx context.Context, nodeID string, ids []string, q *structs.QueryOptions) (*structs.NodeFetchAllocsHTTPResponse, structs.QueryMeta, error) {
+	params, _ := queryParams(q)
+	var out structs.NodeFetchAllocsHTTPResponse
+	path := "/v1/node/" + url.PathEscape(nodeID) + "/client-allocs/fetch"
+	h, err := c.call(ctx, http.MethodPost, path, params, nodeID, structs.NodeFetchAllocsHTTPRequest{AllocIDs: ids}, &out, 0)
+	if err != nil {
+		return nil, structs.QueryMeta{}, fmt.Errorf("node fetch allocations: %w", err)
+	}
+	return &out, queryMeta(h), nil
+}
+
+// queryParams renders q as blocking-query parameters and returns the time
+// the request may take beyond the normal timeout (the wait and the
+// server's jitter of up to 1/16).
+func queryParams(q *structs.QueryOptions) (url.Values, time.Duration) {
+	params := url.Values{}
+	var wait time.Duration
+	if q == nil {
+		return params, 0
+	}
+	if q.MinQueryIndex > 0 {
+		params.Set("index", strconv.FormatUint(q.MinQueryIndex, 10))
+		wait = q.MaxQueryTime
+		if wait <= 0 {
+			wait = structs.DefaultBlockingQueryWait
+		}
+		wait += wait / 16
+	}
+	if q.MaxQueryTime > 0 {
+		params.Set("wait", q.MaxQueryTime.String())
+	}
+	if q.AllowStale {
+		params.Set("stale", "true")
+	}
+	return params, wait
+}
+
+// queryMeta reads the blocking-query headers of an answer.
+func queryMeta(h http.Header) structs.QueryMeta {
+	meta := structs.QueryMeta{KnownLeader: h.Get("X-Gpulayer-KnownLeader") == "true"}
+	meta.Index, _ = strconv.ParseUint(h.Get("X-Gpulayer-Index"), 10, 64)
+	if ms, err := strconv.ParseInt(h.Get("X-Gpulayer-LastContact"), 10, 64); err == nil {
+		meta.LastContact = time.Duration(ms) * time.Millisecond
+	}
+	return meta
 }
 
 // UpdateAllocs implements ServerConn: POST /v1/node/{id}/allocations,

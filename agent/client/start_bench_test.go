@@ -3,6 +3,7 @@ package client
 import (
 	"fmt"
 	"os/exec"
+	"os/user"
 	"sort"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gpulayer/gpulayer/agent/client/clienttest"
 	"github.com/gpulayer/gpulayer/agent/driver/docker/dockertest"
+	"github.com/gpulayer/gpulayer/agent/driver/native"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -36,8 +38,8 @@ func eventTime(a *structs.Allocation, typ string) int64 {
 
 // allocToRunning runs benchStarts allocations one after the other and
 // returns, for each, the time from the client receiving the allocation
-// (its Received event) to the task running (its Started event, recorded
-// once the driver's StartTask returned).
+// (its Received event) to the task running (its Started event, timed when
+// the driver saw the task's process start).
 func allocToRunning(b *testing.B, c *Client, srv *clienttest.Server, mk func() *structs.Allocation) []time.Duration {
 	b.Helper()
 	var out []time.Duration
@@ -125,8 +127,15 @@ func report(b *testing.B, name string, drv time.Duration, bareName string, bare 
 
 func newBenchClient(b *testing.B, srv *clienttest.Server) *Client {
 	b.Helper()
+	me, err := user.Current()
+	if err != nil {
+		b.Fatal(err)
+	}
 	c, err := NewClient(&Config{
 		DataDir: b.TempDir(), NodeName: "bench", DevMode: true, DevGPUs: 0, Servers: srv,
+		// The task runs as the benchmark's user: its program and temporary
+		// directories are not reachable by "nobody" when that is root.
+		NativeUsers:  native.UserPolicy{DefaultUser: me.Username},
 		SyncInterval: 5 * time.Millisecond, RegisterTimeout: 10 * time.Second, detectGPUs: noGPUs,
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -97,5 +99,105 @@ func TestAllocSyncerKeepsUpdatesUntilTheServersTakeThem(t *testing.T) {
 	defer srv.mu.Unlock()
 	if _, ok := srv.applied["gone"]; ok || !slices.Equal([]string{srv.applied["a1"], srv.applied["a2"]}, []string{"complete", "complete"}) {
 		t.Fatalf("applied %v", srv.applied)
+	}
+}
+
+// gatedServers is a ServerConn whose UpdateAllocs records each batch and
+// blocks while gate is held, failing the batches it is told to fail.
+type gatedServers struct {
+	ServerConn
+	gate    sync.Mutex
+	mu      sync.Mutex
+	batches [][]string
+	fail    int
+	applied map[string]string
+}
+
+func (g *gatedServers) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation) error {
+	g.gate.Lock()
+	defer g.gate.Unlock()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var ids []string
+	for _, a := range allocs {
+		ids = append(ids, a.ID+"="+a.ClientStatus)
+	}
+	slices.Sort(ids)
+	g.batches = append(g.batches, ids)
+	if g.fail > 0 {
+		g.fail--
+		return fmt.Errorf("update allocs: %w: no leader", structs.ErrNotLeader)
+	}
+	for _, a := range allocs {
+		g.applied[a.ID] = a.ClientStatus
+	}
+	return nil
+}
+
+func (g *gatedServers) snapshot() ([][]string, map[string]string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.batches), maps.Clone(g.applied)
+}
+
+// TestAllocSyncerSendsAtOnceAndCoalescesWhileInFlight: an update is sent
+// as soon as it is queued, not on a tick; updates queued while a send is in flight go together in the
+// next send; and when that send fails, neither they nor a newer status
+// queued during the failed send are lost: they are resent until the
+// servers take them, the newest status winning.
+func TestAllocSyncerSendsAtOnceAndCoalescesWhileInFlight(t *testing.T) {
+	g := &gatedServers{applied: map[string]string{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	// Sent at once: with an hour's retry wait, no tick or backoff could
+	// deliver it within the test.
+	s0 := newAllocSyncer(g, hclog.NewNullLogger(), time.Hour)
+	ctx0, cancel0 := context.WithCancel(ctx)
+	done0 := make(chan struct{})
+	go func() { defer close(done0); s0.run(ctx0) }()
+	s0.enqueue(&structs.Allocation{ID: "a0", ClientStatus: structs.AllocClientStatusRunning})
+	waittest.Until(t, 5*time.Second, "a0 sent", func() bool {
+		_, applied := g.snapshot()
+		return applied["a0"] == structs.AllocClientStatusRunning
+	})
+	cancel0()
+	<-done0
+
+	s := newAllocSyncer(g, hclog.NewNullLogger(), time.Millisecond)
+	done := make(chan struct{})
+	go func() { defer close(done); s.run(ctx) }()
+
+	// Hold the servers: a1 is in flight, a2 and a3 queue behind it.
+	g.gate.Lock()
+	s.enqueue(&structs.Allocation{ID: "a1", ClientStatus: structs.AllocClientStatusRunning})
+	waittest.Until(t, 5*time.Second, "a1 in flight", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.pending) == 0
+	})
+	g.mu.Lock()
+	g.fail = 2 // the a1 send and the next one fail
+	g.mu.Unlock()
+	s.enqueue(&structs.Allocation{ID: "a2", ClientStatus: structs.AllocClientStatusRunning})
+	s.enqueue(&structs.Allocation{ID: "a3", ClientStatus: structs.AllocClientStatusRunning})
+	s.enqueue(&structs.Allocation{ID: "a1", ClientStatus: structs.AllocClientStatusComplete})
+	g.gate.Unlock()
+
+	waittest.Until(t, 10*time.Second, "every update taken", func() bool {
+		_, applied := g.snapshot()
+		return applied["a1"] == structs.AllocClientStatusComplete && applied["a2"] == structs.AllocClientStatusRunning && applied["a3"] == structs.AllocClientStatusRunning
+	})
+	cancel()
+	<-done
+	batches, _ := g.snapshot()
+	want := [][]string{
+		{"a0=running"},
+		{"a1=running"}, // failed
+		{"a1=complete", "a2=running", "a3=running"}, // failed: kept, a1's newer status kept over the failed one
+		{"a1=complete", "a2=running", "a3=running"},
+	}
+	if !slices.EqualFunc(batches, want, slices.Equal) {
+		t.Fatalf("batches sent %v, want %v", batches, want)
 	}
 }

@@ -362,6 +362,11 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 		evType, msg = TaskEventReattached, "Task reattached by restarted client"
 	}
 	tr.setState(tr.event(evType, msg, func(e *structs.TaskEvent) {
+		if recovered == nil && !h.StartedAt.IsZero() {
+			// When the driver saw the process start, not after the
+			// handle's write to the state file (an fsync) above.
+			e.Time = h.StartedAt.UnixNano()
+		}
 		e.Details = map[string]string{"pid": strconv.Itoa(h.PID)}
 		if h.ContainerID != "" {
 			e.Details["container_id"] = h.ContainerID
@@ -499,6 +504,7 @@ func (tr *taskRunner) env() map[string]string {
 		env["NVIDIA_VISIBLE_DEVICES"] = strings.Join(ids, ",")
 	}
 	schedulingEnv(env, a, tr.resources())
+	metaEnv(env, a, tr.task, tr.task.Env)
 	return env
 }
 

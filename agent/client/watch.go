@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
@@ -13,11 +14,23 @@ import (
 // allocWatchWait is the blocking query wait of the alloc watch.
 const allocWatchWait = 30 * time.Second
 
+// watchRetry is the first wait before the alloc watch asks again after a
+// failed query (every server down, or none leading during an election);
+// it doubles up to maxSyncRetry, so a client sees the allocations of a
+// new leader within a fraction of a second of its election.
+const watchRetry = 50 * time.Millisecond
+
 // watchAllocs runs a blocking query on the node's allocations and applies
-// each new result until the client shuts down.
+// each new result until the client shuts down. With a server connection
+// that serves the change routes (AllocChangesConn) it reads only what
+// changed (watchAllocChanges); a server that answers those routes 404 (an
+// older version) is watched the old way.
 func (c *Client) watchAllocs() {
+	if cc, ok := c.cfg.Servers.(AllocChangesConn); ok && !c.watchAllocChanges(cc) {
+		return
+	}
 	var index uint64
-	backoff := 250 * time.Millisecond
+	backoff := watchRetry
 	for {
 		if c.ctx.Err() != nil {
 			return
@@ -27,18 +40,19 @@ func (c *Client) watchAllocs() {
 			if c.ctx.Err() != nil || errors.Is(err, context.Canceled) {
 				return
 			}
-			c.logger.Warn("watch allocations failed; retrying", "error", err, "retry_in", backoff)
-			t := time.NewTimer(backoff)
+			wait := jittered(backoff)
+			c.logger.Warn("watch allocations failed; retrying", "error", err, "retry_in", wait)
+			t := time.NewTimer(wait)
 			select {
 			case <-c.ctx.Done():
 				t.Stop()
 				return
 			case <-t.C:
 			}
-			backoff = min(backoff*2, 10*time.Second)
+			backoff = min(backoff*2, maxSyncRetry)
 			continue
 		}
-		backoff = 250 * time.Millisecond
+		backoff = watchRetry
 		if meta.Index < index {
 			// The servers' index went back (a restored cluster): start over.
 			c.logger.Warn("allocation index went backwards; resetting", "from", index, "to", meta.Index)
@@ -47,6 +61,57 @@ func (c *Client) watchAllocs() {
 			index = meta.Index
 		}
 		c.applyAllocs(allocs)
+	}
+}
+
+// watchAllocChanges follows the node's allocations with an AllocTracker
+// and applies every allocation on the node after each change, until the
+// client shuts down (it returns false). It returns true when the server
+// does not serve the change routes: the caller falls back to the full
+// allocation watch.
+func (c *Client) watchAllocChanges(cc AllocChangesConn) bool {
+	var tr *AllocTracker
+	backoff := 250 * time.Millisecond
+	for {
+		if c.ctx.Err() != nil {
+			return false
+		}
+		if id := c.nodeID(); tr == nil || tr.nodeID != id {
+			tr = NewAllocTracker(cc, id)
+		}
+		all, _, err := tr.Next(c.ctx, allocWatchWait)
+		if err != nil {
+			if c.ctx.Err() != nil || errors.Is(err, context.Canceled) {
+				return false
+			}
+			if errors.Is(err, structs.ErrNotFound) && strings.Contains(err.Error(), "no route for") {
+				c.logger.Warn("servers do not serve the allocation change routes; watching every allocation", "error", err)
+				return true
+			}
+			c.logger.Warn("watch allocation changes failed; retrying", "error", err, "retry_in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-c.ctx.Done():
+				t.Stop()
+				return false
+			case <-t.C:
+			}
+			backoff = min(backoff*2, 10*time.Second)
+			continue
+		}
+		backoff = 250 * time.Millisecond
+		c.applyAllocs(all)
+		// A final status resent for an allocation finished in an earlier
+		// life (applyAllocs) reaches the servers through the sync queue;
+		// the tracker does not fetch the client's own reports, so it must
+		// not resend it at every wake-up.
+		c.mu.Lock()
+		for _, a := range all {
+			if rec := c.finished[a.ID]; rec != nil && !a.ClientTerminalStatus() {
+				tr.assumeClientStatus(a.ID, rec.ClientStatus)
+			}
+		}
+		c.mu.Unlock()
 	}
 }
 

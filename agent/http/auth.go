@@ -136,6 +136,11 @@ var routeACL = map[string]routeRule{
 	"GET /v1/job/{id}/evaluations": nsRule(structs.NamespaceCapabilityReadJob, nsJob),
 	"PUT /v1/job/{id}/plan":        nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
 	"POST /v1/job/{id}/plan":       nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	// Periodic and parameterized jobs (Nomad's capabilities).
+	"PUT /v1/job/{id}/dispatch":        nsRule(structs.NamespaceCapabilityDispatchJob, nsJob),
+	"POST /v1/job/{id}/dispatch":       nsRule(structs.NamespaceCapabilityDispatchJob, nsJob),
+	"PUT /v1/job/{id}/periodic/force":  nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"POST /v1/job/{id}/periodic/force": nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
 
 	// Job versions and deployments (job_versions.go, deployments.go).
 	"GET /v1/job/{id}/versions":                  nsRule(structs.NamespaceCapabilityReadJob, nsJob),
@@ -192,6 +197,9 @@ var routeACL = map[string]routeRule{
 	"GET /v1/node/{id}/allocations":   {access: accessNodeSelf},
 	"POST /v1/node/{id}/allocations":  {access: accessNodeSelf},
 	"PUT /v1/node/{id}/secret/rotate": {access: accessNodeSelf},
+	// Client-only allocation change routes (read what changed).
+	"GET /v1/node/{id}/client-allocs":        {access: accessNodeSelf},
+	"POST /v1/node/{id}/client-allocs/fetch": {access: accessNodeSelf},
 	// A client agent rotates its node secret only for a caller that
 	// holds the current one (the node's operator, from its data dir).
 	"PUT /v1/client/node/secret/rotate":   {access: accessLocalNodeSecret},

@@ -38,6 +38,23 @@ type NodeServer interface {
 	AuthorizeNode(nodeID, secret string) error
 }
 
+// NodeChangesServer is what the client-only allocation change routes need
+// (Nomad's Node.GetClientAllocs and Alloc.GetAllocs): *server.Server
+// implements it. When Config.Server implements it too, the handler serves
+//
+//	GET  /v1/node/{id}/client-allocs        allocation ID -> AllocModifyIndex (blocking query)
+//	POST /v1/node/{id}/client-allocs/fetch  the named allocations, each job version once
+//
+// authenticated by the node's secret like the other node routes. The
+// public GET /v1/node/{id}/allocations keeps its shape.
+type NodeChangesServer interface {
+	// NodeClientAllocs is the blocking query on the node's allocation
+	// IDs and their AllocModifyIndex.
+	NodeClientAllocs(ctx context.Context, nodeID string, q *structs.QueryOptions) (map[string]uint64, structs.QueryMeta, error)
+	// NodeFetchAllocs returns the named allocations of the node.
+	NodeFetchAllocs(ctx context.Context, nodeID string, ids []string, q *structs.QueryOptions) (*structs.NodeFetchAllocsHTTPResponse, structs.QueryMeta, error)
+}
+
 // StateHasher is implemented by servers that can report a digest of their
 // state store, served at GET /v1/operator/state-hash so tests and operators
 // can check that every server's FSM holds the same state.
@@ -64,6 +81,11 @@ func (h *handler) nodeRoutes() {
 		h.handle("PUT /v1/node/{id}/heartbeat", n.heartbeat)
 		h.handle("GET /v1/node/{id}/allocations", n.allocations)
 		h.handle("POST /v1/node/{id}/allocations", n.updateAllocs)
+		if cs, ok := h.srv.(NodeChangesServer); ok {
+			n.cs = cs
+			h.handle("GET /v1/node/{id}/client-allocs", n.clientAllocs)
+			h.handle("POST /v1/node/{id}/client-allocs/fetch", n.fetchAllocs)
+		}
 	}
 	if sh, ok := h.srv.(StateHasher); ok {
 		h.handle("GET /v1/operator/state-hash", func(w http.ResponseWriter, r *http.Request) (interface{}, error) {
@@ -126,6 +148,9 @@ func (h *handler) clientOnlySelf(w http.ResponseWriter, r *http.Request) (interf
 type nodeRoutes struct {
 	h  *handler
 	ns NodeServer
+	// cs serves the allocation change routes; nil when the server lacks
+	// them.
+	cs NodeChangesServer
 }
 
 // authorize checks the node secret header for nodeID. A missing header is
@@ -207,6 +232,55 @@ func (n *nodeRoutes) allocations(w http.ResponseWriter, r *http.Request) (interf
 	}
 	setMeta(w, meta)
 	return nonNil(allocs), nil
+}
+
+// clientAllocs handles GET /v1/node/{id}/client-allocs (blocking): the
+// node's allocation IDs and AllocModifyIndex, no allocation bodies.
+func (n *nodeRoutes) clientAllocs(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	id := r.PathValue("id")
+	q, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.authorize(r, id); err != nil {
+		return nil, err
+	}
+	allocs, meta, err := n.cs.NodeClientAllocs(r.Context(), id, q)
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, meta)
+	if allocs == nil {
+		allocs = map[string]uint64{}
+	}
+	return structs.NodeClientAllocsHTTPResponse{Allocs: allocs}, nil
+}
+
+// fetchAllocs handles POST /v1/node/{id}/client-allocs/fetch (body
+// structs.NodeFetchAllocsHTTPRequest): the named allocations of the node,
+// without their jobs, each job version once.
+func (n *nodeRoutes) fetchAllocs(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	id := r.PathValue("id")
+	var req structs.NodeFetchAllocsHTTPRequest
+	if err := n.h.decodeBody(w, r, &req); err != nil {
+		return nil, err
+	}
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	q, err := parseQueryOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.authorize(r, id); err != nil {
+		return nil, err
+	}
+	out, meta, err := n.cs.NodeFetchAllocs(r.Context(), id, req.AllocIDs, q)
+	if err != nil {
+		return nil, err
+	}
+	setMeta(w, meta)
+	return out, nil
 }
 
 // updateAllocs handles POST /v1/node/{id}/allocations. Every allocation in

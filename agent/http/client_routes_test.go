@@ -21,6 +21,7 @@ type fakeNodeServer struct {
 	registered []*structs.Node
 	heartbeats []string
 	updates    []*structs.Allocation
+	fetched    []string
 	lastQuery  *structs.QueryOptions
 }
 
@@ -47,6 +48,32 @@ func (f *fakeNodeServer) NodeAllocations(ctx context.Context, nodeID string, q *
 	for _, a := range f.allocs {
 		if a.NodeID == nodeID {
 			out = append(out, a)
+		}
+	}
+	return out, f.meta, nil
+}
+
+func (f *fakeNodeServer) NodeClientAllocs(ctx context.Context, nodeID string, q *structs.QueryOptions) (map[string]uint64, structs.QueryMeta, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastQuery = q
+	out := map[string]uint64{}
+	for _, a := range f.allocs {
+		if a.NodeID == nodeID {
+			out[a.ID] = a.AllocModifyIndex
+		}
+	}
+	return out, f.meta, nil
+}
+
+func (f *fakeNodeServer) NodeFetchAllocs(ctx context.Context, nodeID string, ids []string, q *structs.QueryOptions) (*structs.NodeFetchAllocsHTTPResponse, structs.QueryMeta, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fetched = append(f.fetched, ids...)
+	out := &structs.NodeFetchAllocsHTTPResponse{}
+	for _, id := range ids {
+		if a := f.allocs[id]; a != nil && a.NodeID == nodeID {
+			out.Allocs = append(out.Allocs, &structs.NodeFetchedAlloc{Alloc: a})
 		}
 	}
 	return out, f.meta, nil
@@ -192,6 +219,14 @@ func TestNodeRoutesBadInput(t *testing.T) {
 		{"update names another node", "POST", "/v1/node/node-1/allocations", "s3cret", `{"Allocs":[{"ID":"x","NodeID":"node-2"}]}`, 400, "Allocs[0].NodeID"},
 		{"update another node's alloc", "POST", "/v1/node/node-1/allocations", "s3cret", `{"Allocs":[{"ID":"other-alloc","ClientStatus":"failed"}]}`, 403, "not on node"},
 		{"update wrong secret", "POST", "/v1/node/node-1/allocations", "nope", `{"Allocs":[]}`, 403, "permission denied"},
+		{"client-allocs no secret", "GET", "/v1/node/node-1/client-allocs", "", "", 403, "X-Gpulayer-Node-Secret"},
+		{"client-allocs wrong secret", "GET", "/v1/node/node-1/client-allocs", "nope", "", 403, "permission denied"},
+		{"client-allocs bad index", "GET", "/v1/node/node-1/client-allocs?index=x", "s3cret", "", 400, "index"},
+		{"fetch wrong secret", "POST", "/v1/node/node-1/client-allocs/fetch", "nope", `{"AllocIDs":["a"]}`, 403, "permission denied"},
+		{"fetch no IDs", "POST", "/v1/node/node-1/client-allocs/fetch", "s3cret", `{"AllocIDs":[]}`, 400, "AllocIDs"},
+		{"fetch empty ID", "POST", "/v1/node/node-1/client-allocs/fetch", "s3cret", `{"AllocIDs":[""]}`, 400, "AllocIDs[0]"},
+		{"fetch too many IDs", "POST", "/v1/node/node-1/client-allocs/fetch", "s3cret", `{"AllocIDs":[` + strings.Repeat(`"a",`, structs.MaxFetchAllocs) + `"a"]}`, 400, "at most"},
+		{"fetch IDs not a list", "POST", "/v1/node/node-1/client-allocs/fetch", "s3cret", `{"AllocIDs":"a"}`, 400, "AllocIDs"},
 		{"update body too large", "POST", "/v1/node/node-1/allocations", "s3cret", `{"Allocs":[{"ID":"` + strings.Repeat("a", 5000) + `"}]}`, 413, "larger"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,8 +235,8 @@ func TestNodeRoutesBadInput(t *testing.T) {
 			if code != tc.code || !strings.Contains(body, tc.want) {
 				t.Fatalf("%s %s = %d %s, want %d mentioning %q", tc.method, tc.path, code, body, tc.code, tc.want)
 			}
-			if len(fns.registered)+len(fns.heartbeats)+len(fns.updates) != 0 {
-				t.Errorf("a refused request reached the server: %v %v %v", fns.registered, fns.heartbeats, fns.updates)
+			if len(fns.registered)+len(fns.heartbeats)+len(fns.updates)+len(fns.fetched) != 0 {
+				t.Errorf("a refused request reached the server: %v %v %v %v", fns.registered, fns.heartbeats, fns.updates, fns.fetched)
 			}
 		})
 	}
@@ -248,6 +283,7 @@ func FuzzNodeRoutes(f *testing.F) {
 	f.Add(`{"Allocs":[{"ID":"a1b2c3d4-0000","NodeID":"node-1"},null]}`, "s3cret", "index=x")
 	f.Add(`{"Node":{"ID":""},"SecretID":""}`, "guess", "stale=maybe")
 	f.Add(`[`, "\x00", "%zz")
+	f.Add(`{"AllocIDs":["a1b2c3d4-0000","",null]}`, "s3cret", "index=2")
 	fs := newFakeServer()
 	fs.nodes["node-1"] = &structs.Node{ID: "node-1", Name: "laptop", SecretID: "s3cret"}
 	fs.allocs["a1b2c3d4-0000"] = &structs.Allocation{ID: "a1b2c3d4-0000", NodeID: "node-1"}
@@ -259,6 +295,7 @@ func FuzzNodeRoutes(f *testing.F) {
 		for _, target := range []struct{ method, path string }{
 			{"PUT", "/v1/node/register"}, {"PUT", "/v1/node/node-1/heartbeat"},
 			{"GET", "/v1/node/node-1/allocations"}, {"POST", "/v1/node/node-1/allocations"},
+			{"GET", "/v1/node/node-1/client-allocs"}, {"POST", "/v1/node/node-1/client-allocs/fetch"},
 		} {
 			req := httptest.NewRequest(target.method, "/", strings.NewReader(body))
 			req.URL.Path = target.path
@@ -280,4 +317,33 @@ func FuzzNodeRoutes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNodeClientAllocRoutes: with the node's secret, client-allocs lists
+// the node's allocation IDs with their AllocModifyIndex (another node's
+// left out) and fetch returns the named ones.
+func TestNodeClientAllocRoutes(t *testing.T) {
+	fns, ts := nodeFixture(t)
+	fns.mu.Lock()
+	fns.allocs["mine"] = &structs.Allocation{ID: "mine", NodeID: "node-1", AllocModifyIndex: 7}
+	fns.mu.Unlock()
+	code, body, hdr := nodeReq(t, "GET", ts.URL+"/v1/node/node-1/client-allocs?index=3&wait=1s", "s3cret", "")
+	if code != 200 {
+		t.Fatalf("client-allocs = %d %s", code, body)
+	}
+	var ids structs.NodeClientAllocsHTTPResponse
+	if err := json.Unmarshal([]byte(body), &ids); err != nil {
+		t.Fatal(err)
+	}
+	if _, other := ids.Allocs["other-alloc"]; ids.Allocs["mine"] != 7 || other || hdr.Get("X-Gpulayer-Index") == "" {
+		t.Fatalf("client-allocs = %s (index header %q)", body, hdr.Get("X-Gpulayer-Index"))
+	}
+	if fns.lastQuery == nil || fns.lastQuery.MinQueryIndex != 3 || fns.lastQuery.MaxQueryTime != time.Second {
+		t.Fatalf("query options %+v", fns.lastQuery)
+	}
+	code, body, _ = nodeReq(t, "POST", ts.URL+"/v1/node/node-1/client-allocs/fetch", "s3cret", `{"AllocIDs":["mine","other-alloc"]}`)
+	var got structs.NodeFetchAllocsHTTPResponse
+	if code != 200 || json.Unmarshal([]byte(body), &got) != nil || len(got.Allocs) != 1 || got.Allocs[0].Alloc.ID != "mine" {
+		t.Fatalf("fetch = %d %s", code, body)
+	}
 }

@@ -55,6 +55,11 @@ var leaderRoutes = map[string]bool{
 	// leader's state so a digest collected a moment ago is not skipped.
 	"PUT /v1/artifact/sha256/{hex}": true,
 	"POST /v1/artifacts/missing":    true,
+	// Periodic and parameterized jobs.
+	"PUT /v1/job/{id}/dispatch":        true,
+	"POST /v1/job/{id}/dispatch":       true,
+	"PUT /v1/job/{id}/periodic/force":  true,
+	"POST /v1/job/{id}/periodic/force": true,
 }
 
 // consistentRoutes are reads the leader answers (a follower forwards them)
@@ -62,17 +67,20 @@ var leaderRoutes = map[string]bool{
 // state once it has caught up since it started. ?consistent (or
 // ?stale=false) also makes the HTTP layer confirm leadership first.
 var consistentRoutes = map[string]bool{
-	"GET /v1/jobs":                        true,
-	"GET /v1/job/{id}":                    true,
-	"GET /v1/job/{id}/allocations":        true,
-	"GET /v1/job/{id}/evaluations":        true,
-	"GET /v1/allocations":                 true,
-	"GET /v1/allocation/{id}":             true,
-	"GET /v1/evaluation/{id}":             true,
-	"GET /v1/nodes":                       true,
-	"GET /v1/node/{id}":                   true,
-	"GET /v1/node/{id}/allocations":       true,
-	"GET /v1/operator/raft/configuration": true,
+	"GET /v1/jobs":                  true,
+	"GET /v1/job/{id}":              true,
+	"GET /v1/job/{id}/allocations":  true,
+	"GET /v1/job/{id}/evaluations":  true,
+	"GET /v1/allocations":           true,
+	"GET /v1/allocation/{id}":       true,
+	"GET /v1/evaluation/{id}":       true,
+	"GET /v1/nodes":                 true,
+	"GET /v1/node/{id}":             true,
+	"GET /v1/node/{id}/allocations": true,
+	// Client-only allocation change routes: reads, both.
+	"GET /v1/node/{id}/client-allocs":        true,
+	"POST /v1/node/{id}/client-allocs/fetch": true,
+	"GET /v1/operator/raft/configuration":    true,
 }
 
 // forwarder proxies requests to the leader's HTTP API.

@@ -225,6 +225,8 @@ func (h *handler) routes() {
 	h.handle("GET /v1/job/{id}/allocations", h.jobAllocations)
 	h.handle("GET /v1/job/{id}/evaluations", h.jobEvaluations)
 	h.wireRoutes()
+	// Periodic and parameterized jobs (jobs_children.go).
+	h.childrenRoutes()
 	h.schedulingRoutes()
 	// Job versions and deployments.
 	h.jobVersionRoutes()

@@ -157,7 +157,34 @@ func (h *handler) jobSummary(w http.ResponseWriter, r *http.Request) (interface{
 			}
 		}
 	}
+	if job.Periodic != nil || job.ParameterizedJob != nil {
+		children, _, err := h.srv.JobList(r.Context(), &structs.QueryOptions{AllowStale: q.AllowStale, Prefix: job.ID + "/"})
+		if err != nil {
+			return nil, err
+		}
+		s.Children = childrenSummary(job, children)
+	}
 	return s, nil
+}
+
+// childrenSummary counts the children of parent among jobs by status,
+// as Nomad's JobChildrenSummary does: pending, running, dead.
+func childrenSummary(parent *structs.Job, jobs []*structs.Job) *api.JobChildrenSummary {
+	out := &api.JobChildrenSummary{}
+	for _, c := range jobs {
+		if c.ParentID != parent.ID || c.Namespace != parent.Namespace {
+			continue
+		}
+		switch c.Status {
+		case structs.JobStatusRunning:
+			out.Running++
+		case structs.JobStatusDead:
+			out.Dead++
+		default:
+			out.Pending++
+		}
+	}
+	return out
 }
 
 // jobGet handles GET /v1/job/{id} (blocking).

@@ -21,9 +21,9 @@ func TestJobRegisterStrictFields(t *testing.T) {
 		code      int
 		want      string
 	}{
-		{"periodic", `{` + sprintf(base, "", "") + `,"Periodic":{"Enabled":true,"Spec":"*/5 * * * *","SpecType":"cron"}}`, 400,
-			"Job.Periodic: not supported by GPUlayer: periodic jobs"},
-		{"parameterized", `{` + sprintf(base, "", "") + `,"ParameterizedJob":{"Payload":"optional"}}`, 400, "Job.ParameterizedJob: not supported"},
+		{"spreads", `{` + sprintf(base, "", "") + `,"Spreads":[{"Attribute":"${node.datacenter}","Weight":50}]}`, 400,
+			"Job.Spreads: not supported by GPUlayer: spread blocks"},
+		{"task lifecycle", `{` + sprintf(base, `,"Lifecycle":{"Hook":"prestart"}`, "") + `}`, 400, "Job.TaskGroups[0].Tasks[0].Lifecycle: not supported"},
 		{"group network", `{` + sprintf(base, "", `,"Networks":[{"DynamicPorts":[{"Label":"http"}]}]`) + `}`, 400, "Job.TaskGroups[0].Networks: not supported"},
 		{"task service", `{` + sprintf(base, `,"Services":[{"Name":"web"}]`, "") + `}`, 400, "Job.TaskGroups[0].Tasks[0].Services: not supported"},
 		{"other region", `{` + sprintf(base, "", "") + `,"Region":"eu"}`, 400, `Job.Region \"eu\": not supported`},
@@ -63,9 +63,9 @@ func TestJobRegisterStrictFields(t *testing.T) {
 	}
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	resp, body := doReq(t, "PUT", ts.URL+"/v1/job/s/plan", `{"Job":{`+sprintf(base, "", "")+`,"Periodic":{"Spec":"@daily"}}}`)
-	if resp.StatusCode != 400 || !strings.Contains(body, "Job.Periodic") {
-		t.Errorf("plan of a periodic job: %d %s", resp.StatusCode, body)
+	resp, body := doReq(t, "PUT", ts.URL+"/v1/job/s/plan", `{"Job":{`+sprintf(base, "", "")+`,"Spreads":[{"Attribute":"x"}]}}`)
+	if resp.StatusCode != 400 || !strings.Contains(body, "Job.Spreads") {
+		t.Errorf("plan of a job with spreads: %d %s", resp.StatusCode, body)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"math"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -42,6 +43,9 @@ type ui struct {
 var uiFuncs = template.FuncMap{
 	"join":     strings.Join,
 	"nanotime": fmtNanoTime,
+	// pathesc escapes one path segment, so a child job's ID
+	// ("<job>/periodic-<unix>") stays one segment of /ui/job/{id}.
+	"pathesc": url.PathEscape,
 	// plural picks the word for a count: {{plural n "node" "nodes"}}.
 	"plural": plural,
 	// pct clamps a percentage to 0..100 for a CSS width.

@@ -70,6 +70,25 @@ type Job struct {
 	// Update is the default update block of the job's groups.
 	Update *UpdateStrategy `json:",omitempty"`
 
+	// Periodic makes the job a periodic parent; ParameterizedJob a
+	// parameterized one (nomadish/api/jobs_children.go). Neither gets
+	// allocations itself; their children do.
+	Periodic         *PeriodicConfig         `json:",omitempty"`
+	ParameterizedJob *ParameterizedJobConfig `json:",omitempty"`
+	// MaxRunningChildren, above zero, caps the children of a periodic or
+	// parameterized job that are running at once (not dead, not held);
+	// further children wait in order of creation. 0 is no limit.
+	MaxRunningChildren int `json:",omitempty"`
+	// ParentID, Dispatched, Payload (base64 in JSON) and
+	// DispatchIdempotencyToken are set by the server on a child.
+	ParentID                 string `json:",omitempty"`
+	Dispatched               bool   `json:",omitempty"`
+	Payload                  []byte `json:",omitempty"`
+	DispatchIdempotencyToken string `json:",omitempty"`
+	// Held is true on a child waiting for a running sibling to finish
+	// (max_running_children), set by the server.
+	Held bool `json:",omitempty"`
+
 	// Status is the job's lifecycle status ("pending", "running", "dead"),
 	// set by the server.
 	Status string
@@ -169,6 +188,8 @@ type Task struct {
 	User string `json:",omitempty"`
 	// Artifacts are fetched beneath the task directory before it starts.
 	Artifacts []*TaskArtifact `json:",omitempty"`
+	// DispatchPayload writes a dispatched job's payload beneath local/.
+	DispatchPayload *DispatchPayloadConfig `json:",omitempty"`
 	// MaxRunDuration bounds this task as TaskGroup.MaxRunDuration does the
 	// group's (integer nanoseconds; batch jobs only); with both set, the
 	// shorter applies.

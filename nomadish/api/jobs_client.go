@@ -89,8 +89,8 @@ func (j *Jobs) ParseWithVars(hcl string, vars map[string]string) (*Job, error) {
 }
 
 // List returns the jobs, filtered by q.Prefix.
-func (j *Jobs) List(q *QueryOptions) ([]*Job, *QueryMeta, error) {
-	var out []*Job
+func (j *Jobs) List(q *QueryOptions) ([]*JobListStub, *QueryMeta, error) {
+	var out []*JobListStub
 	qm, err := j.c.query("/v1/jobs", &out, q)
 	if err != nil {
 		return nil, nil, err

@@ -3,16 +3,19 @@ package api
 // JobListStub is one job of GET /v1/jobs, in the shape of Nomad's list
 // stub: the job without its task groups, with its allocation summary.
 type JobListStub struct {
-	ID                string
-	ParentID          string
-	Name              string
-	Namespace         string
-	Datacenters       []string
-	Type              string
-	Priority          int
-	NodePool          string
-	Periodic          bool
-	ParameterizedJob  bool
+	ID               string
+	ParentID         string
+	Name             string
+	Namespace        string
+	Datacenters      []string
+	Type             string
+	Priority         int
+	NodePool         string
+	Periodic         bool
+	ParameterizedJob bool
+	// Held is true on a child of a job at its max_running_children,
+	// waiting for a running sibling to finish (a GPUlayer addition).
+	Held              bool `json:",omitempty"`
 	Stop              bool
 	Status            string
 	StatusDescription string

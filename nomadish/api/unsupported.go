@@ -26,15 +26,6 @@ package api
 // "JobRegisterRequest"); Field is the JSON key, matched without regard to
 // case as encoding/json matches keys.
 var UnsupportedFields = []UnsupportedField{
-	// Periodic and parameterized jobs, dispatch (pending: children).
-	{Owner: "Job", Field: "Periodic", Kind: Refuse, Reason: "periodic jobs are not supported yet (issue 13)"},
-	{Owner: "Job", Field: "ParameterizedJob", Kind: Refuse, Reason: "parameterized jobs are not supported yet (issue 13)"},
-	{Owner: "Job", Field: "Dispatched", Kind: Refuse, Reason: "dispatched jobs are not supported yet (issue 13)"},
-	{Owner: "Job", Field: "DispatchIdempotencyToken", Kind: Refuse, Reason: "dispatched jobs are not supported yet (issue 13)"},
-	{Owner: "Job", Field: "Payload", Kind: Refuse, Reason: "dispatch payloads are not supported yet (issue 13)"},
-	{Owner: "Job", Field: "ParentID", Kind: Refuse, Reason: "child jobs are not supported yet (issue 13)"},
-	{Owner: "Task", Field: "DispatchPayload", Kind: Refuse, Reason: "dispatch payloads are not supported yet (issue 13)"},
-
 	// Deployments and versions: the update block is supported; version
 	// tags are not.
 	{Owner: "Job", Field: "VersionTag", Kind: Refuse, Reason: "job version tags are not supported"},

@@ -40,6 +40,21 @@ func JobToStructs(j *api.Job) *structs.Job {
 		CreateIndex:       j.CreateIndex,
 		ModifyIndex:       j.ModifyIndex,
 		JobModifyIndex:    j.JobModifyIndex,
+		// Periodic and parameterized jobs.
+		MaxRunningChildren:       j.MaxRunningChildren,
+		ParentID:                 j.ParentID,
+		Dispatched:               j.Dispatched,
+		Payload:                  cloneBytes(j.Payload),
+		DispatchIdempotencyToken: j.DispatchIdempotencyToken,
+		Held:                     j.Held,
+	}
+	if p := j.Periodic; p != nil {
+		out.Periodic = &structs.PeriodicConfig{Enabled: p.Enabled == nil || *p.Enabled, Spec: p.Spec, Specs: cloneStrings(p.Specs), SpecType: p.SpecType,
+			ProhibitOverlap: p.ProhibitOverlap, TimeZone: p.TimeZone}
+	}
+	if p := j.ParameterizedJob; p != nil {
+		out.ParameterizedJob = &structs.ParameterizedJobConfig{Payload: p.Payload, MetaRequired: cloneStrings(p.MetaRequired),
+			MetaOptional: cloneStrings(p.MetaOptional)}
 	}
 	if j.TaskGroups != nil {
 		out.TaskGroups = make([]*structs.TaskGroup, len(j.TaskGroups))
@@ -78,6 +93,22 @@ func JobFromStructs(j *structs.Job) *api.Job {
 		CreateIndex:       j.CreateIndex,
 		ModifyIndex:       j.ModifyIndex,
 		JobModifyIndex:    j.JobModifyIndex,
+		// Periodic and parameterized jobs.
+		MaxRunningChildren:       j.MaxRunningChildren,
+		ParentID:                 j.ParentID,
+		Dispatched:               j.Dispatched,
+		Payload:                  cloneBytes(j.Payload),
+		DispatchIdempotencyToken: j.DispatchIdempotencyToken,
+		Held:                     j.Held,
+	}
+	if p := j.Periodic; p != nil {
+		enabled := p.Enabled
+		out.Periodic = &api.PeriodicConfig{Enabled: &enabled, Spec: p.Spec, Specs: cloneStrings(p.Specs), SpecType: p.SpecType,
+			ProhibitOverlap: p.ProhibitOverlap, TimeZone: p.TimeZone}
+	}
+	if p := j.ParameterizedJob; p != nil {
+		out.ParameterizedJob = &api.ParameterizedJobConfig{Payload: p.Payload, MetaRequired: cloneStrings(p.MetaRequired),
+			MetaOptional: cloneStrings(p.MetaOptional)}
 	}
 	if j.TaskGroups != nil {
 		out.TaskGroups = make([]*api.TaskGroup, len(j.TaskGroups))
@@ -181,6 +212,9 @@ func taskToStructs(t *api.Task) *structs.Task {
 		User:        t.User,
 		Artifacts:   artifactsToStructs(t.Artifacts),
 	}
+	if dp := t.DispatchPayload; dp != nil {
+		out.DispatchPayload = &structs.DispatchPayloadConfig{File: dp.File}
+	}
 	out.MaxRunDuration = t.MaxRunDuration
 	return out
 }
@@ -202,6 +236,9 @@ func taskFromStructs(t *structs.Task) *api.Task {
 		KillSignal:  t.KillSignal,
 		User:        t.User,
 		Artifacts:   artifactsFromStructs(t.Artifacts),
+	}
+	if dp := t.DispatchPayload; dp != nil {
+		out.DispatchPayload = &api.DispatchPayloadConfig{File: dp.File}
 	}
 	out.MaxRunDuration = t.MaxRunDuration
 	return out
@@ -337,6 +374,13 @@ func affinitiesFromStructs(as []*structs.Affinity) []*api.Affinity {
 		}
 	}
 	return out
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append(make([]byte, 0, len(b)), b...)
 }
 
 func cloneStrings(s []string) []string {

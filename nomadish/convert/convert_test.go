@@ -36,7 +36,7 @@ func fill(t *testing.T, v reflect.Value, seed *int) {
 		v.SetBool(true)
 	case reflect.Int, reflect.Int64:
 		v.SetInt(int64(*seed))
-	case reflect.Uint64:
+	case reflect.Uint64, reflect.Uint8:
 		v.SetUint(uint64(*seed))
 	case reflect.Slice:
 		s := reflect.MakeSlice(v.Type(), 2, 2)

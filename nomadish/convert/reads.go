@@ -45,7 +45,8 @@ func JobListStub(j *structs.Job, summary *api.JobSummary) *api.JobListStub {
 		ns = DefaultNamespace
 	}
 	return &api.JobListStub{
-		ID: j.ID, Name: j.Name, Namespace: ns, Datacenters: cloneStrings(j.Datacenters), Type: j.Type, Priority: j.Priority,
+		ID: j.ID, ParentID: j.ParentID, Name: j.Name, Namespace: ns, Datacenters: cloneStrings(j.Datacenters), Type: j.Type, Priority: j.Priority,
+		Periodic: j.Periodic != nil, ParameterizedJob: j.ParameterizedJob != nil, Held: j.Held,
 		NodePool: DefaultNodePool, Stop: j.Stop, Status: j.Status, StatusDescription: j.StatusDescription,
 		JobSummary: summary, CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex, JobModifyIndex: j.JobModifyIndex,
 		SubmitTime: j.SubmitTime, Meta: cloneStringMap(j.Meta), Version: j.Version,

@@ -42,10 +42,14 @@ var (
 		Attributes: []hcl.AttributeSchema{
 			{Name: "type"}, {Name: "priority"}, {Name: "datacenters"}, {Name: "namespace"}, {Name: "meta"},
 			{Name: "requires"}, {Name: "availability"},
+			// Periodic and parameterized jobs (children.go).
+			{Name: "max_running_children"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"}, {Type: "update"},
 			{Type: "group", LabelNames: []string{"name"}},
+			// Periodic and parameterized jobs (children.go).
+			{Type: "periodic"}, {Type: "parameterized"},
 		},
 	}
 	groupSchema = &hcl.BodySchema{
@@ -73,6 +77,7 @@ var (
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "config"}, {Type: "env"}, {Type: "meta"}, {Type: "resources"},
 			{Type: "constraint"}, {Type: "affinity"}, {Type: "artifact"},
+			{Type: "dispatch_payload"},
 		},
 	}
 	resourcesSchema = &hcl.BodySchema{
@@ -116,6 +121,7 @@ func (d *decoder) job(block *hcl.Block) *api.Job {
 	job.Meta = d.stringMap("meta", c)
 	d.strList(c.Attributes["requires"], &job.Requires)
 	d.availability(c.Attributes["availability"], &job.Availability)
+	d.integer(c.Attributes["max_running_children"], &job.MaxRunningChildren)
 	for _, b := range c.Blocks {
 		switch b.Type {
 		case "constraint":
@@ -130,6 +136,18 @@ func (d *decoder) job(block *hcl.Block) *api.Job {
 				continue
 			}
 			job.Update = d.update(b)
+		case "periodic":
+			if job.Periodic != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			job.Periodic = d.periodic(b)
+		case "parameterized":
+			if job.ParameterizedJob != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			job.ParameterizedJob = d.parameterized(b)
 		}
 	}
 	return job
@@ -222,6 +240,12 @@ func (d *decoder) task(block *hcl.Block) *api.Task {
 			t.Resources = d.resources(b)
 		case "artifact":
 			t.Artifacts = append(t.Artifacts, d.artifact(b))
+		case "dispatch_payload":
+			if t.DispatchPayload != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			t.DispatchPayload = d.dispatchPayload(b)
 		}
 	}
 	return t

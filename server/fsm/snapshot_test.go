@@ -46,7 +46,8 @@ func populated(t testing.TB) *testFSM {
 	apply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: train2})
 	d := &structs.Deployment{ID: structs.GenerateUUID(), JobID: train.ID, JobVersion: 1, Status: structs.DeploymentStatusRunning,
 		TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 1}}}
-	a3 := statetest.Alloc(train2, n1)
+	stored2, _ := tf.State().JobByID(nil, train.ID)
+	a3 := statetest.Alloc(stored2, n1)
 	a3.DeploymentID = d.ID
 	apply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Deployment: d, AllocsPlaced: []*structs.Allocation{a3}, UpdatedAt: 300})
 	apply(structs.DeploymentAllocHealthRequestType, &structs.DeploymentAllocHealthRequest{DeploymentID: d.ID, HealthyAllocationIDs: []string{a3.ID}, Timestamp: 400})
@@ -176,7 +177,9 @@ func TestRestoreRefusesBadSnapshots(t *testing.T) {
 	endAt := bytes.LastIndexByte(good, byte(SnapshotRecordEnd))
 
 	withVersion := append([]byte(nil), good...)
-	withVersion[len(SnapshotMagic)] = 2
+	withVersion[len(SnapshotMagic)] = SnapshotFormatVersion + 1
+	versionZero := append([]byte(nil), good...)
+	versionZero[len(SnapshotMagic)] = 0
 	badMagic := append([]byte("NOMADSNP"), good[len(SnapshotMagic):]...)
 	garbled := append([]byte(nil), good...)
 	for i := len(SnapshotMagic) + 40; i < len(SnapshotMagic)+60 && i < len(garbled); i++ {
@@ -196,6 +199,15 @@ func TestRestoreRefusesBadSnapshots(t *testing.T) {
 		{"short header", good[:4], ErrSnapshotFormat},
 		{"wrong magic", badMagic, ErrSnapshotFormat},
 		{"other format version", withVersion, ErrSnapshotFormat},
+		{"format version 0", versionZero, ErrSnapshotFormat},
+		{"allocation naming no job record", craftSnapshot(t, src.FSM, map[SnapshotRecordType]interface{}{
+			SnapshotRecordAllocRef: &snapshotAllocRef{JobRef: 99, Alloc: &structs.Allocation{ID: "a-1"}}}), structs.ErrInvalid},
+		{"allocation job record with Ref 0", craftSnapshot(t, src.FSM, map[SnapshotRecordType]interface{}{
+			SnapshotRecordAllocJob: &snapshotAllocJob{Ref: 0, Job: statetest.Job()}}), structs.ErrInvalid},
+		{"allocation job record written twice", craftSnapshot(t, src.FSM, map[SnapshotRecordType]interface{}{
+			SnapshotRecordAllocJob: &snapshotAllocJob{Ref: 1, Job: statetest.Job()}}), structs.ErrInvalid},
+		{"allocation record without Alloc", craftSnapshot(t, src.FSM, map[SnapshotRecordType]interface{}{
+			SnapshotRecordAllocRef: &snapshotAllocRef{}}), structs.ErrInvalid},
 		{"cut on a record boundary", good[:endAt], ErrSnapshotFormat},
 		{"cut inside a record", good[:len(good)/2], nil},
 		{"cut inside the end record", good[:len(good)-1], nil},
@@ -260,5 +272,101 @@ func TestRestoreZeroIndexRoundTrips(t *testing.T) {
 	}
 	if idx, _ := second.State().LatestIndex(); idx != 4 {
 		t.Fatalf("latest index = %d, want 4", idx)
+	}
+}
+
+// TestSnapshotWritesEachAllocJobOnce checks format 2: allocations of one
+// job version carry it in one SnapshotRecordAllocJob record, restore gives
+// every allocation its job back (one shared copy), and a format 1
+// snapshot (each allocation with its whole job) still restores to the
+// same state.
+func TestSnapshotWritesEachAllocJobOnce(t *testing.T) {
+	src := newTestFSM(t)
+	st := src.State()
+	n := statetest.Node(8)
+	if err := st.UpsertNode(1, n); err != nil {
+		t.Fatal(err)
+	}
+	job := statetest.BatchJob(1)
+	job.TaskGroups[0].Count = 5
+	job.TaskGroups[0].Tasks[0].Env = map[string]string{"MARKER": "only-in-the-job-spec"}
+	if err := st.UpsertJob(2, job); err != nil {
+		t.Fatal(err)
+	}
+	stored, _ := st.JobByID(nil, job.ID)
+	req := &structs.ApplyPlanResultsRequest{Job: stored, UpdatedAt: 3}
+	for i := 0; i < 5; i++ {
+		a := statetest.Alloc(stored, n)
+		a.Job = nil
+		req.AllocsPlaced = append(req.AllocsPlaced, a)
+	}
+	if err := st.UpsertPlanResults(3, req); err != nil {
+		t.Fatal(err)
+	}
+	raw := snapshotBytes(t, src.FSM)
+	if got := bytes.Count(raw, []byte("only-in-the-job-spec")); got != 3 {
+		// Once in the job record, once in its job version record, once
+		// in the one allocation job record.
+		t.Fatalf("the job spec appears %d times in the snapshot, want 3", got)
+	}
+	dst := newTestFSM(t)
+	if err := restoreBytes(dst.FSM, raw); err != nil {
+		t.Fatal(err)
+	}
+	if src.hash(t) != dst.hash(t) {
+		t.Fatal("restored state differs")
+	}
+	allocs, _ := dst.State().Allocs(nil)
+	if len(allocs) != 5 {
+		t.Fatalf("%d allocations restored", len(allocs))
+	}
+	for _, a := range allocs {
+		if a.Job == nil || a.Job != allocs[0].Job || a.Job.ID != job.ID {
+			t.Fatalf("allocation %s restored with job %p, want the one shared copy of %s", a.ID, a.Job, job.ID)
+		}
+	}
+
+	// Format 1: the same state, each allocation with its whole job.
+	snap, err := st.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	bw := bufio.NewWriter(&buf)
+	bw.WriteString(SnapshotMagic)
+	bw.WriteByte(1)
+	sw := &snapshotWriter{w: bw}
+	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableJobVersions} {
+		idx, _ := snap.Index(table)
+		if err := sw.record(SnapshotRecordIndex, &state.IndexEntry{Key: table, Value: idx}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, _ := snap.Jobs(nil)
+	nodes, _ := snap.Nodes(nil)
+	old, _ := snap.Allocs(nil)
+	for _, j := range jobs {
+		_ = sw.record(SnapshotRecordJob, j)
+	}
+	for _, nd := range nodes {
+		_ = sw.record(SnapshotRecordNode, nd)
+	}
+	for _, a := range old {
+		_ = sw.record(SnapshotRecordAlloc, a)
+	}
+	versions, _ := snap.AllJobVersions(nil)
+	for _, v := range versions {
+		_ = sw.record(SnapshotRecordJobVersion, v)
+	}
+	if err := sw.record(SnapshotRecordEnd, &snapshotTrailer{Records: sw.n}); err != nil {
+		t.Fatal(err)
+	}
+	_ = bw.Flush()
+	v1 := newTestFSM(t)
+	if err := restoreBytes(v1.FSM, buf.Bytes()); err != nil {
+		t.Fatalf("format 1 restore: %v", err)
+	}
+	if src.hash(t) != v1.hash(t) {
+		t.Fatal("format 1 restore differs")
 	}
 }

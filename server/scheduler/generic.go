@@ -175,7 +175,7 @@ func (s *genericScheduler) Process(eval *structs.Evaluation) error {
 // evaluation time (Evaluation.EvalTime) is then at least the due time, so
 // it places the replacement.
 func (s *genericScheduler) rescheduleLater(ev *structs.Evaluation, out *attempt) error {
-	if out.rescheduleAt == 0 || out.job == nil || out.job.Stop {
+	if out.rescheduleAt == 0 || out.job == nil || out.job.PlacesNothing() {
 		return nil
 	}
 	j := out.job
@@ -290,7 +290,7 @@ func computeAttempt(state State, ev *structs.Evaluation) (*attempt, error) {
 	if job != nil {
 		plan.Priority = job.Priority
 	}
-	if job != nil && !job.Stop {
+	if job != nil && !job.PlacesNothing() {
 		var ve *structs.ValidationError
 		if err := job.ValidateCounts(); errors.As(err, &ve) {
 			out.invalid = ve.Problems
@@ -315,7 +315,7 @@ func computeAttempt(state State, ev *structs.Evaluation) (*attempt, error) {
 		a.EvalID = ev.ID
 		plan.AppendAlloc(a)
 	}
-	if job == nil || job.Stop {
+	if job == nil || job.PlacesNothing() {
 		return out, nil
 	}
 	out.queued = make(map[string]int, len(job.TaskGroups))

@@ -96,7 +96,7 @@ func reconcileDeployment(job *structs.Job, allocs []*structs.Allocation, now int
 		}
 		return sorted[i].ID < sorted[j].ID
 	})
-	if job == nil || job.Stop {
+	if job == nil || job.PlacesNothing() {
 		for _, a := range sorted {
 			if a != nil && !a.TerminalStatus() {
 				res.stops = append(res.stops, stopRequest{a, descJobStopped})

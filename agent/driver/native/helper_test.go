@@ -122,6 +122,7 @@ func newPolicyTestDriver(t *testing.T, p UserPolicy, cc ...cgroups.Config) *Driv
 	}
 	d := NewWithConfig(Config{Cgroups: c, Users: p})
 	t.Cleanup(func() {
+		_ = d.Close() // its idle shim
 		d.mu.Lock()
 		var ids []string
 		for id, tk := range d.tasks {

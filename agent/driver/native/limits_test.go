@@ -398,3 +398,12 @@ func TestNoCgroupsStillRuns(t *testing.T) {
 		t.Fatalf("result %+v output %q", r, out.String())
 	}
 }
+
+// TestLimitsMatchStructs: the cgroups package's copies of the task
+// resource caps (kept there so the shim does not import structs) are the
+// caps job validation enforces.
+func TestLimitsMatchStructs(t *testing.T) {
+	if cgroups.MaxMemoryMB != structs.MaxMemoryMB || cgroups.MaxCPUMHz != structs.MaxCPUMHz {
+		t.Fatalf("cgroups caps %d MiB, %d MHz; structs %d MiB, %d MHz", cgroups.MaxMemoryMB, cgroups.MaxCPUMHz, structs.MaxMemoryMB, structs.MaxCPUMHz)
+	}
+}

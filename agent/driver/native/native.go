@@ -20,6 +20,7 @@ import (
 
 	"github.com/gpulayer/gpulayer/agent/driver"
 	"github.com/gpulayer/gpulayer/agent/driver/native/cgroups"
+	"github.com/gpulayer/gpulayer/agent/driver/native/shim"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -31,7 +32,7 @@ const Version = "0.1.0"
 
 // ioWaitDelay bounds how long a finished task's output is still copied when
 // a process it left behind holds its stdout or stderr open.
-const ioWaitDelay = 2 * time.Second
+const ioWaitDelay = shim.IOWaitDelay
 
 // recoverPollInterval is how often a recovered (not our child) process is
 // checked for exit.
@@ -48,6 +49,14 @@ type Driver struct {
 
 	mu    sync.Mutex
 	tasks map[string]*task
+
+	// shimMu guards idle, a task shim started ahead of its task
+	// (shim_idle.go), refilling (one being started) and closed (Close:
+	// keep none).
+	shimMu    sync.Mutex
+	idle      *idleShim
+	refilling bool
+	closed    bool
 }
 
 type task struct {
@@ -328,10 +337,10 @@ func (d *Driver) withOOM(t *task, r *driver.ExitResult) *driver.ExitResult {
 	return r
 }
 
-// startWithShim runs the task under a shim process (see ShimEnv) that
+// startWithShim runs the task under a shim process (package shim) that
 // writes its rotated logs under cfg.LogDir and records its exit status.
 func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path string, env []string, cred *syscall.Credential, cg *cgroups.Cgroup) (*task, error) {
-	spec := &shimSpec{
+	spec := &shim.Spec{
 		Path:       path,
 		Args:       append([]string{tc.Command}, tc.Args...),
 		Dir:        cfg.TaskDir,
@@ -354,7 +363,11 @@ func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path stri
 	if cg != nil {
 		spec.Cgroup = cg.Placement()
 	}
-	shim, pid, err := startShim(cfg, spec)
+	sh, err := d.takeShim()
+	if err != nil {
+		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
+	}
+	shim, pid, err := startShim(cfg, spec, sh)
 	if err != nil {
 		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -158,5 +159,32 @@ func TestShimStopSignalAndExec(t *testing.T) {
 	}
 	if err := d.SignalTask(cfg.ID, "HUP"); !errors.Is(err, driver.ErrTaskNotFound) {
 		t.Fatalf("signal exited task: %v", err)
+	}
+}
+
+// TestShimImportsNoHeavyPackage: the shim package, whose init runs the
+// task shim, imports nothing of this module beyond the driver's leaf
+// packages, so a native task's shim starts after a few small packages'
+// initialisation instead of the whole binary's (package shim).
+func TestShimImportsNoHeavyPackage(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/gpulayer/gpulayer/agent/driver/native/shim").CombinedOutput()
+	if err != nil {
+		t.Skipf("go list: %v: %s", err, out)
+	}
+	allowed := map[string]bool{
+		"github.com/gpulayer/gpulayer/agent/driver/allocdir":       true,
+		"github.com/gpulayer/gpulayer/agent/driver/logging":        true,
+		"github.com/gpulayer/gpulayer/agent/driver/native/cgroups": true,
+		"github.com/gpulayer/gpulayer/agent/driver/native/shim":    true,
+		"github.com/hashicorp/go-hclog":                            true,
+		"github.com/fatih/color":                                   true,
+		"github.com/mattn/go-colorable":                            true,
+		"github.com/mattn/go-isatty":                               true,
+		"golang.org/x/sys/unix":                                    true,
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") && !allowed[p] {
+			t.Errorf("package shim depends on %s: its initialisation would delay every native task start", p)
+		}
 	}
 }

@@ -23,7 +23,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -240,6 +239,14 @@ const (
 	// MinCPUQuota is the smallest CFS quota the kernel accepts, in
 	// microseconds (1 ms).
 	MinCPUQuota = 1000
+	// MaxMemoryMB and MaxCPUMHz are structs.MaxMemoryMB and
+	// structs.MaxCPUMHz (TestLimitsMatchStructs), the largest task
+	// resources a job may ask for. They are copied rather than imported
+	// so that this package, which the native task shim imports, does not
+	// pull structs and its dependencies into the shim's start (package
+	// shim).
+	MaxMemoryMB = 64 << 20
+	MaxCPUMHz   = 1 << 24
 )
 
 // TaskLimits turns a task's resources into limits: memoryMB MiB as the
@@ -250,16 +257,15 @@ const (
 // a node of 2000 MHz cores may use half a core. A zero cpuMHz or memoryMB
 // sets no limit of that kind. It returns an error when hardCPU is set
 // without a CPU figure or without the node's MHz per core, and when
-// memoryMB or cpuMHz is past structs.MaxMemoryMB or structs.MaxCPUMHz
-// (MiB << 20 and the quota product would overflow int64 into a negative
-// "no limit").
+// memoryMB or cpuMHz is past MaxMemoryMB or MaxCPUMHz (MiB << 20 and the
+// quota product would overflow int64 into a negative "no limit").
 func TaskLimits(cpuMHz, memoryMB int64, hardCPU bool, mhzPerCore int64) (Limits, error) {
 	var l Limits
-	if memoryMB > structs.MaxMemoryMB {
-		return Limits{}, fmt.Errorf("memory of %d MiB is past the limit of %d MiB", memoryMB, structs.MaxMemoryMB)
+	if memoryMB > MaxMemoryMB {
+		return Limits{}, fmt.Errorf("memory of %d MiB is past the limit of %d MiB", memoryMB, MaxMemoryMB)
 	}
-	if cpuMHz > structs.MaxCPUMHz {
-		return Limits{}, fmt.Errorf("cpu of %d MHz is past the limit of %d MHz", cpuMHz, structs.MaxCPUMHz)
+	if cpuMHz > MaxCPUMHz {
+		return Limits{}, fmt.Errorf("cpu of %d MHz is past the limit of %d MHz", cpuMHz, MaxCPUMHz)
 	}
 	if memoryMB > 0 {
 		l.MemoryBytes = memoryMB << 20

@@ -1,0 +1,139 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-memdb"
+)
+
+// The leader's periodic launcher. Only the leader reads a clock to decide
+// launches; the decision (the cron time) travels in the Raft entry, and
+// the FSM dedupes by child ID ("<job>/periodic-<unix>") and by the
+// recorded last launch, so a new leader that decides the same time again
+// changes nothing.
+//
+// Missed launches: a leader that finds cron times that passed since the
+// last recorded launch (it was elected after them, or the cluster was
+// down) launches only the most recent of them, as Nomad does, and then
+// follows the schedule. A cron time before the job's latest registration
+// (SubmitTime) is never launched.
+
+const (
+	// periodicMaxWait bounds one wait of the launcher, so a clock that
+	// jumps (an injected one in tests, or NTP) is noticed within it.
+	periodicMaxWait = time.Second
+	// periodicRetry is the pause after a launch that failed.
+	periodicRetry = time.Second
+	// periodicMaxScan bounds the cron times walked to find the most
+	// recent missed one; past it the walk restarts one hour before now.
+	periodicMaxScan = 10_000
+)
+
+// periodicLoop launches the children of every active periodic job at
+// their cron times until ctx ends (leadership lost).
+func (s *Server) periodicLoop(ctx context.Context) {
+	log := s.logger.Named("periodic")
+	for ctx.Err() == nil {
+		ws := memdb.NewWatchSet()
+		wait, err := s.periodicPass(ctx, ws, log)
+		if err != nil && ctx.Err() == nil {
+			log.Warn("periodic launch pass failed", "error", err)
+			wait = periodicRetry
+		}
+		waitChange(ctx, ws, wait)
+	}
+}
+
+// periodicPass launches what is due and returns how long to wait before
+// the next cron time (at most periodicMaxWait), or 0 when no periodic job
+// is active (the loop then waits for a change). ws watches the jobs and
+// launch tables.
+func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, log hclog.Logger) (time.Duration, error) {
+	st := s.fsm.State()
+	// A snapshot restore replaces the store: wake up and read the new one.
+	ws.Add(st.AbandonCh())
+	jobs, err := st.Jobs(ws)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := st.PeriodicLaunches(ws); err != nil {
+		return 0, err
+	}
+	wait, active := periodicMaxWait, false
+	var firstErr error
+	for _, j := range jobs {
+		if ctx.Err() != nil {
+			return wait, nil
+		}
+		if !j.IsPeriodicActive() {
+			continue
+		}
+		active = true
+		rec, err := st.PeriodicLaunchByID(nil, j.ID)
+		if err != nil {
+			return 0, err
+		}
+		now := s.periodicNow()
+		due, next, err := periodicDue(j, rec, now)
+		if err != nil {
+			log.Warn("periodic job has a bad schedule", "job_id", j.ID, "error", err)
+			continue
+		}
+		if !due.IsZero() {
+			res, _, _, err := s.launchPeriodic(j, due.Unix(), false)
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			}
+			log.Info("periodic launch", "job_id", j.ID, "launch", due.Unix(), "child", res.JobID,
+				"created", res.Created, "held", res.Held, "skipped", res.Skipped)
+		}
+		if !next.IsZero() {
+			if d := next.Sub(now); d < wait {
+				wait = max(d, time.Millisecond)
+			}
+		}
+	}
+	if !active && firstErr == nil {
+		return 0, nil
+	}
+	return wait, firstErr
+}
+
+// periodicDue returns the cron time of job to launch now (the most recent
+// one after both the recorded last launch rec and the job's SubmitTime, at
+// or before now; zero when none) and the next cron time after now (zero
+// when there is none).
+func periodicDue(job *structs.Job, rec *structs.PeriodicLaunch, now time.Time) (due, next time.Time, err error) {
+	base := time.Unix(0, job.SubmitTime)
+	if rec != nil && rec.Launch >= base.Unix() {
+		base = time.Unix(rec.Launch, 0)
+	}
+	t := base
+	for i := 0; ; i++ {
+		if i == periodicMaxScan {
+			// Frequent crons and a long gap: the most recent time is
+			// within the last hour for any cron that fires this often.
+			t, due = now.Add(-time.Hour), time.Time{}
+			if t.Before(base) {
+				t = base
+			}
+		}
+		n, err := job.Periodic.Next(t)
+		if err != nil {
+			return time.Time{}, time.Time{}, err
+		}
+		if n.IsZero() || n.After(now) {
+			return due, n, nil
+		}
+		due, t = n, n
+		if i > 2*periodicMaxScan {
+			return due, time.Time{}, nil
+		}
+	}
+}
