@@ -494,5 +494,12 @@ func seedMessages() map[structs.MessageType]interface{} {
 			Jobs:  []*structs.GCJobPurge{{JobID: job.ID, ModifyIndex: 2, Evals: []string{eval.ID}, Allocs: []string{alloc.ID}}},
 			Nodes: []*structs.GCNodePurge{{NodeID: node.ID, ModifyIndex: 1}},
 		},
+		// Job versions and deployments.
+		structs.JobStabilityRequestType: &structs.JobStabilityRequest{JobID: job.ID, JobVersion: 0, Stable: true},
+		structs.DeploymentStatusUpdateRequestType: &structs.DeploymentStatusUpdateRequest{DeploymentUpdate: &structs.DeploymentStatusUpdate{
+			DeploymentID: "d", Status: structs.DeploymentStatusFailed}, Job: job, Eval: eval, UpdatedAt: 4},
+		structs.DeploymentPromoteRequestType: &structs.DeploymentPromoteRequest{DeploymentID: "d", All: true, Eval: eval},
+		structs.DeploymentAllocHealthRequestType: &structs.DeploymentAllocHealthRequest{DeploymentID: "d", HealthyAllocationIDs: []string{alloc.ID},
+			UnhealthyAllocationIDs: []string{"x"}, Timestamp: 5},
 	}
 }
