@@ -36,7 +36,11 @@ var importRules = []struct {
 	// The blob store (ARCHITECTURE.md "Where the next parts live":
 	// artifacts): stdlib and structs.
 	{pkg: "server/artifacts", allowed: []string{"structs"}},
-	{pkg: "server", allowed: []string{"server/fsm", "server/scheduler", "server/artifacts", "state", "structs"}, anyThird: true},
+	// The leader's deployment watcher (ARCHITECTURE.md "Where the next
+	// parts live": deployments): decisions on a state snapshot, applied
+	// through a Raft callback.
+	{pkg: "server/deploymentwatcher", allowed: []string{"structs", "state"}, third: []string{"github.com/hashicorp/go-hclog", "github.com/hashicorp/go-memdb"}},
+	{pkg: "server", allowed: []string{"server/fsm", "server/scheduler", "server/artifacts", "server/deploymentwatcher", "state", "structs"}, anyThird: true},
 	{pkg: "agent/http", allowed: []string{"server", "nomadish", "website", "structs"}, anyThird: true},
 	{pkg: "agent/client", allowed: []string{"agent/driver", "agent/client", "structs"}, anyThird: true},
 	{pkg: "agent/driver", allowed: []string{"agent/driver", "structs"}, anyThird: true},

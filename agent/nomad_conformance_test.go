@@ -44,6 +44,38 @@ job "conform" {
 }
 `
 
+// conformanceRollingHCL is a service job under a rolling update with a
+// canary and auto_revert, judged by task states.
+const conformanceRollingHCL = `
+job "conform-roll" {
+  datacenters = ["dc1"]
+  type        = "service"
+  update {
+    max_parallel      = 1
+    canary            = 1
+    health_check      = "task_states"
+    min_healthy_time  = "1s"
+    healthy_deadline  = "1m"
+    progress_deadline = "2m"
+    auto_revert       = true
+  }
+  group "g" {
+    count = 1
+    task "t" {
+      driver = "native"
+      config {
+        command = "/bin/sh"
+        args    = ["-c", "echo v0; while true; do sleep 0.2; done"]
+      }
+      resources {
+        cpu    = 100
+        memory = 32
+      }
+    }
+  }
+}
+`
+
 // TestNomadAPIConformance (issue 12, "Must show 1") drives a real
 // in-process dev agent with HashiCorp's official Go API client
 // (github.com/hashicorp/nomad/api, a test-only dependency) and checks, for
@@ -400,8 +432,21 @@ func TestNomadAPIConformance(t *testing.T) {
 		}
 	})
 
-	t.Run("Jobs.Versions", func(t *testing.T) {
-		t.Skip("pending: job versions (issue 12/13)")
+	step("Jobs.Versions", func(t *testing.T) {
+		versions, diffs, qm, err := c.Jobs().Versions("conform", true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur, _, err := c.Jobs().Info("conform", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(versions) == 0 || *versions[0].ID != "conform" || *versions[0].Version != *cur.Version || len(diffs) != len(versions)-1 || qm.LastIndex == 0 {
+			t.Fatalf("versions: %d (first %v), diffs %d, LastIndex %d; current version %d", len(versions), versions[0].Version, len(diffs), qm.LastIndex, *cur.Version)
+		}
+		if versions[0].Stable == nil {
+			t.Errorf("version without Stable")
+		}
 	})
 
 	step("Jobs.Plan", func(t *testing.T) {
@@ -615,8 +660,72 @@ func TestNomadAPIConformance(t *testing.T) {
 			return sum.Children.Dead == 1 && sum.Children.Running == 0 && sum.Children.Pending == 0, fmt.Sprintf("%+v", *sum.Children)
 		})
 	})
-	t.Run("Deployments", func(t *testing.T) {
-		t.Skip("pending: deployments (issue 12/13)")
+	step("Deployments", func(t *testing.T) {
+		roll, err := c.Jobs().ParseHCL(conformanceRollingHCL, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.Jobs().Register(roll, nil); err != nil {
+			t.Fatal(err)
+		}
+		var d *nomad.Deployment
+		waittest.For(t, 30*time.Second, "version 0's deployment successful", func() (bool, string) {
+			d, _, err = c.Jobs().LatestDeployment("conform-roll", nil)
+			if err != nil || d == nil {
+				return false, fmt.Sprint(err)
+			}
+			return d.Status == "successful", d.Status + " " + d.StatusDescription
+		})
+		st := d.TaskGroups["g"]
+		if d.JobID != "conform-roll" || d.JobVersion != 0 || st == nil || st.DesiredTotal != 1 || st.HealthyAllocs != 1 || st.RequireProgressBy.IsZero() {
+			t.Fatalf("deployment: %+v, group %+v", d, st)
+		}
+		list, _, err := c.Deployments().List(nil)
+		if err != nil || len(list) == 0 {
+			t.Fatalf("Deployments().List: %d, %v", len(list), err)
+		}
+		info, _, err := c.Deployments().Info(d.ID, nil)
+		if err != nil || info.ID != d.ID || info.Status != "successful" {
+			t.Fatalf("Deployments().Info: %+v, %v", info, err)
+		}
+		allocs, _, err := c.Deployments().Allocations(d.ID, nil)
+		if err != nil || len(allocs) != 1 || allocs[0].DeploymentStatus == nil || allocs[0].DeploymentStatus.Healthy == nil ||
+			!*allocs[0].DeploymentStatus.Healthy || allocs[0].DeploymentStatus.Timestamp.IsZero() {
+			t.Fatalf("Deployments().Allocations: %+v, %v", allocs, err)
+		}
+		vs, _, _, err := c.Jobs().Versions("conform-roll", false, nil)
+		if err != nil || len(vs) != 1 || vs[0].Stable == nil || !*vs[0].Stable {
+			t.Fatalf("version 0 not stable after its deployment: %v", err)
+		}
+		// Version 1 runs a canary beside version 0 and waits for its
+		// promotion; failing it reverts to version 0.
+		roll.TaskGroups[0].Tasks[0].Config["args"] = []interface{}{"-c", "echo v1; while true; do sleep 0.2; done"}
+		if _, _, err := c.Jobs().Register(roll, nil); err != nil {
+			t.Fatal(err)
+		}
+		waittest.For(t, 30*time.Second, "version 1's deployment with its canary", func() (bool, string) {
+			d, _, err = c.Jobs().LatestDeployment("conform-roll", nil)
+			if err != nil || d == nil {
+				return false, fmt.Sprint(err)
+			}
+			g := d.TaskGroups["g"]
+			return d.JobVersion == 1 && g != nil && g.DesiredCanaries == 1 && len(g.PlacedCanaries) == 1, d.Status + " " + d.StatusDescription
+		})
+		resp, wm, err := c.Deployments().Fail(d.ID, nil)
+		if err != nil || resp.EvalID == "" || wm.LastIndex == 0 || resp.RevertedJobVersion == nil || *resp.RevertedJobVersion != 0 {
+			t.Fatalf("Deployments().Fail: %+v, %v", resp, err)
+		}
+		deps, _, err := c.Jobs().Deployments("conform-roll", false, nil)
+		if err != nil || len(deps) < 2 {
+			t.Fatalf("Jobs().Deployments: %d, %v", len(deps), err)
+		}
+		failed, _, err := c.Deployments().Info(d.ID, nil)
+		if err != nil || failed.Status != "failed" || !strings.Contains(failed.StatusDescription, "rolling back to job version 0") {
+			t.Fatalf("failed deployment: %+v, %v", failed, err)
+		}
+		if _, _, err := c.Jobs().Deregister("conform-roll", true, nil); err != nil {
+			t.Fatal(err)
+		}
 	})
 
 	step("Jobs.Deregister", func(t *testing.T) {

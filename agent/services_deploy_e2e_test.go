@@ -89,11 +89,10 @@ func getJSONQuiet(url string, out interface{}) error {
 // never fewer than 3 healthy instances, sampled every 100 ms from
 // /v1/service/web; v3, whose check fails, is reverted to v2
 // automatically; job history shows the versions and job revert restores
-// v1. It needs deployments (the update block) and the client's
-// health_check = "checks" wired to the check runner
-// (client.Config.ChecksHealth defaulting to the client itself): on a tree
-// without the update block it is skipped; without the wiring v3 is judged
-// healthy by its task states and the test fails waiting for the revert.
+// v1. Deployment health is health_check = "checks", answered by the
+// client's check runner (client.Config.ChecksHealth defaults to the client
+// itself): without it v3 would be judged healthy by its task states and
+// never reverted.
 func TestE2EServicesRollingDeployment(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the real binary")
@@ -108,9 +107,6 @@ func TestE2EServicesRollingDeployment(t *testing.T) {
 			t.Fatal(err)
 		}
 		out, code := a.cli("job", "run", "-detach", p)
-		if code != 0 && strings.Contains(out, `Unsupported block type`) && strings.Contains(out, `"update"`) {
-			t.Skip("deployments (the update block) are not on this tree")
-		}
 		if code != 0 {
 			t.Fatalf("job run %s: %d\n%s", version, code, out)
 		}

@@ -70,6 +70,14 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"job run":    func() (cli.Command, error) { return &JobRunCommand{Meta: m}, nil },
 		"job status": func() (cli.Command, error) { return &JobStatusCommand{Meta: m}, nil },
 		"job stop":   func() (cli.Command, error) { return &JobStopCommand{Meta: m}, nil },
+		// Job versions and deployments.
+		"job history":        func() (cli.Command, error) { return &JobHistoryCommand{Meta: m}, nil },
+		"job revert":         func() (cli.Command, error) { return &JobRevertCommand{Meta: m}, nil },
+		"deployment":         func() (cli.Command, error) { return &DeploymentCommand{Meta: m}, nil },
+		"deployment list":    func() (cli.Command, error) { return &DeploymentListCommand{Meta: m}, nil },
+		"deployment status":  func() (cli.Command, error) { return &DeploymentStatusCommand{Meta: m}, nil },
+		"deployment promote": func() (cli.Command, error) { return &DeploymentPromoteCommand{Meta: m}, nil },
+		"deployment fail":    func() (cli.Command, error) { return &DeploymentFailCommand{Meta: m}, nil },
 		// Periodic and parameterized jobs.
 		"job dispatch":       func() (cli.Command, error) { return &JobDispatchCommand{Meta: m}, nil },
 		"job periodic":       func() (cli.Command, error) { return &JobPeriodicCommand{Meta: m}, nil },

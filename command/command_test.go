@@ -179,7 +179,7 @@ func TestVersion(t *testing.T) {
 // lists each subcommand on one line, "    name   synopsis", with the
 // synopses aligned.
 func TestGroupHelp(t *testing.T) {
-	groups := []string{"job", "alloc", "node", "system", "server", "event", "operator", "operator raft"}
+	groups := []string{"job", "alloc", "node", "system", "server", "event", "operator", "operator raft", "deployment"}
 	all := commands(&Meta{})
 	for _, group := range groups {
 		t.Run(group, func(t *testing.T) {

@@ -119,7 +119,10 @@ func renderPlan(job *api.Job, plan *api.JobPlanResponse) string {
 			}
 			fmt.Fprintf(&b, "  %d would wait: %s\n", g.Queued, why)
 		}
-		if g.Place+g.InPlace+g.Stop+g.Queued == 0 {
+		for _, n := range g.Notes {
+			fmt.Fprintf(&b, "  %s\n", n)
+		}
+		if g.Place+g.InPlace+g.Stop+g.Queued == 0 && len(g.Notes) == 0 {
 			b.WriteString("  no change\n")
 		}
 	}

@@ -139,6 +139,13 @@ func (m *Meta) showJob(client *api.Client, id string) int {
 			m.UI.Output(formatAllocMetric(blocked.FailedTGAllocs[tg], "  "))
 		}
 	}
+	// As Nomad's job status does: the newest deployment. A server
+	// without the route (or a read error) leaves the section out rather
+	// than fail the status.
+	if d, _, err := client.Jobs().LatestDeployment(id, nil); err == nil && d != nil {
+		m.UI.Output("\nLatest Deployment")
+		m.UI.Output(m.formatDeployment(d))
+	}
 	m.UI.Output("\nAllocations")
 	if len(allocs) == 0 {
 		m.UI.Output("No allocations placed")

@@ -13,14 +13,24 @@
 # $NOMAD_PORT_http. Replace the command with your server, binding the same
 # port.
 #
-# An `update { max_parallel = 1  health_check = "checks"  auto_revert = true }`
-# block belongs in the group once rolling deployments land; until then a
-# new version replaces the instances all at once.
+# A new version rolls out one instance at a time, each new instance started
+# and passing its check before an old one stops (so two stay serving), and
+# a version whose check does not pass is reverted to the last good one.
 job "model-server" {
   type = "service"
 
   group "model" {
     count = 2
+
+    update {
+      max_parallel      = 1
+      health_check      = "checks" # healthy = every check of the instance passes
+      min_healthy_time  = "5s"
+      healthy_deadline  = "2m"
+      progress_deadline = "10m"
+      auto_revert       = true
+      max_unavailable   = 0 # start the new instance before stopping an old one
+    }
 
     network {
       port "http" {

@@ -59,6 +59,12 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		if a.TaskStates != nil {
 			upd.TaskStates = a.Copy().TaskStates
 		}
+		if ds := a.DeploymentStatus; ds != nil && ds.Healthy != nil {
+			// The client's deployment health verdict (its Canary flag is
+			// the server's; the state store keeps that).
+			h := *ds.Healthy
+			upd.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &h, Timestamp: ds.Timestamp}
+		}
 		req.Allocs = append(req.Allocs, upd)
 		old, err := store.AllocByID(nil, a.ID)
 		if err != nil {

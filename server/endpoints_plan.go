@@ -123,7 +123,45 @@ func planJob(snap *state.StateSnapshot, job *structs.Job) (*structs.JobPlanRespo
 		}
 	}
 	sort.Strings(resp.Preemptions)
+	for _, tg := range job.TaskGroups {
+		if g := groups[tg.Name]; g != nil {
+			g.Notes = rolloutNotes(job, tg, g, allocs)
+		}
+	}
 	return resp, nil
+}
+
+// rolloutNotes words how a group with a rolling update block would take
+// the change: max_parallel at a time, canaries first, new copies beside
+// old ones (max_unavailable = 0), and, when a new copy does not fit
+// beside the old ones, that nothing stops until there is room.
+func rolloutNotes(job *structs.Job, tg *structs.TaskGroup, g *structs.GroupPlan, allocs []*structs.Allocation) []string {
+	u := tg.Update
+	if job.Type != structs.JobTypeService || !u.Rolling() {
+		return nil
+	}
+	old := 0
+	for _, a := range allocs {
+		if a.TaskGroup == tg.Name && !a.TerminalStatus() && a.Job != nil && a.Job.JobModifyIndex != job.JobModifyIndex {
+			old++
+		}
+	}
+	if old == 0 {
+		return nil
+	}
+	var notes []string
+	switch {
+	case u.Canary > 0:
+		notes = append(notes, fmt.Sprintf("deployment: %d canary beside the %d running; the rest waits for promotion", u.Canary, old))
+	case u.SurgeFirst():
+		notes = append(notes, fmt.Sprintf("deployment: %d at a time, each new copy healthy before an old one stops (max_unavailable = 0)", u.MaxParallel))
+	default:
+		notes = append(notes, fmt.Sprintf("deployment: %d at a time, each healthy for %s before the next", u.MaxParallel, u.MinHealthyTime))
+	}
+	if u.SurgeFirst() && g.Queued > 0 {
+		notes = append(notes, "no room for a new copy beside the old ones: nothing stops until there is room")
+	}
+	return notes
 }
 
 // planState is a snapshot in which the planned job replaces the stored

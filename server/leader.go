@@ -88,7 +88,9 @@ func (s *Server) establishLeadership(ctx context.Context, ls *leaderState) error
 	s.planQueue.SetEnabled(true)
 	for _, fn := range []func(context.Context){s.planApplier, s.reapFailedEvals, s.reapDuplicateBlockedEvals, s.drainer, s.gcLoop,
 		// Periodic and parameterized jobs (periodic.go, children_release.go).
-		s.periodicLoop, s.childrenReleaseLoop} {
+		s.periodicLoop, s.childrenReleaseLoop,
+		// Job versions and deployments.
+		s.deploymentWatchLoop} {
 		ls.wg.Add(1)
 		go func() {
 			defer ls.wg.Done()

@@ -46,7 +46,7 @@ func (s *Server) applyPlan(p *pendingPlan) (*structs.PlanResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(result.NodeUpdate) == 0 && len(result.NodeAllocation) == 0 {
+	if len(result.NodeUpdate) == 0 && len(result.NodeAllocation) == 0 && plan.Deployment == nil && len(plan.DeploymentUpdates) == 0 {
 		return result, nil
 	}
 	now := time.Now().UnixNano()
@@ -55,7 +55,17 @@ func (s *Server) applyPlan(p *pendingPlan) (*structs.PlanResult, error) {
 	// once in req.Job instead of inside every placement. A plan of
 	// thousands of allocations of a large job would otherwise make an entry
 	// of gigabytes.
-	req := &structs.ApplyPlanResultsRequest{EvalID: plan.EvalID, UpdatedAt: now, Job: plan.Job}
+	req := &structs.ApplyPlanResultsRequest{EvalID: plan.EvalID, UpdatedAt: now, Job: plan.Job,
+		DeploymentUpdates: plan.DeploymentUpdates}
+	if plan.Deployment != nil {
+		// Times come from the leader's clock here, not the scheduler.
+		d := plan.Deployment.Copy()
+		if d.CreateTime == 0 {
+			d.CreateTime = now
+		}
+		d.ModifyTime = now
+		req.Deployment = d
+	}
 	for _, node := range sortedKeys(result.NodeUpdate) {
 		for _, a := range result.NodeUpdate[node] {
 			a.ModifyTime = now

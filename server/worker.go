@@ -249,3 +249,6 @@ func (a *schedState) AllocsByNode(nodeID string) ([]*structs.Allocation, error) 
 	return a.snap.AllocsByNode(nil, nodeID)
 }
 func (a *schedState) LatestIndex() (uint64, error) { return a.snap.LatestIndex() }
+func (a *schedState) LatestDeploymentByJobID(jobID string) (*structs.Deployment, error) {
+	return a.snap.LatestDeploymentByJobID(nil, jobID)
+}

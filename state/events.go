@@ -227,6 +227,10 @@ func (s *StateStore) commitTxn(txn *memdb.Txn, index uint64) {
 // eventFromChange turns one memdb change into an event, or nil for a table
 // that has no topic (the index table).
 func eventFromChange(c *memdb.Change, index uint64) *structs.Event {
+	if c.Table == TableJobVersions {
+		// The jobs table's change of the same write is the job's event.
+		return nil
+	}
 	obj, deleted := c.After, false
 	if obj == nil {
 		obj, deleted = c.Before, true
@@ -252,6 +256,9 @@ func eventFromChange(c *memdb.Change, index uint64) *structs.Event {
 	case *structs.ServiceRegistration:
 		return &structs.Event{Topic: structs.TopicService, Type: pick(deleted, structs.EventServiceDeregistration, structs.EventServiceRegistration),
 			Key: o.ServiceName, FilterKeys: []string{o.ID, o.JobID, o.AllocID}, Index: index, Payload: structs.EventPayload{Service: o}}
+	case *structs.Deployment:
+		return &structs.Event{Topic: structs.TopicDeployment, Type: pick(deleted, structs.EventDeploymentDeleted, structs.EventDeploymentStatusUpdate),
+			Key: o.ID, FilterKeys: []string{o.JobID}, Index: index, Payload: structs.EventPayload{Deployment: o}}
 	}
 	return nil
 }

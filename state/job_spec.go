@@ -7,7 +7,7 @@ import (
 )
 
 // jobSpecChanged reports whether b's spec differs from a's. Status,
-// StatusDescription, Version, SubmitTime and the three indexes are ignored;
+// StatusDescription, Version, Stable, SubmitTime and the three indexes are ignored;
 // everything else, Stop included, is compared. A nil slice or map equals an
 // empty one, and numbers inside interfaces (task Config) compare by value,
 // so a job that went through Copy or msgpack compares equal to its source.
@@ -15,7 +15,7 @@ func jobSpecChanged(a, b *structs.Job) bool {
 	x, y := *a, *b
 	for _, j := range []*structs.Job{&x, &y} {
 		j.Status, j.StatusDescription = "", ""
-		j.Version, j.SubmitTime = 0, 0
+		j.Version, j.SubmitTime, j.Stable = 0, 0, false
 		j.CreateIndex, j.ModifyIndex, j.JobModifyIndex = 0, 0, 0
 	}
 	return !looseEqual(reflect.ValueOf(x), reflect.ValueOf(y), 0)

@@ -32,6 +32,8 @@ const (
 var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts,
 	// Service registrations.
 	TableServiceRegistrations,
+	// Job versions and deployments.
+	TableJobVersions, TableDeployments,
 	// Periodic jobs.
 	TablePeriodicLaunch}
 
@@ -56,6 +58,9 @@ var schemaFns = []func() *memdb.TableSchema{
 	artifactsTableSchema,
 	// Service registrations.
 	serviceRegistrationsTableSchema,
+	// Job versions and deployments.
+	jobVersionsTableSchema,
+	deploymentsTableSchema,
 	// Periodic jobs.
 	periodicLaunchTableSchema,
 }

@@ -33,6 +33,12 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 	defer txn.Abort()
 	jobs := map[string]struct{}{}
 	touched := false
+	// deployments holds the deployments whose allocations changed, to
+	// refresh their counters.
+	deployments := map[string]bool{}
+	if err := planDeploymentsTxn(txn, index, req); err != nil {
+		return err
+	}
 	for _, stop := range req.AllocsStopped {
 		if stop == nil || stop.ID == "" {
 			return invalid("plan results: stopped allocation nil or without ID")
@@ -84,6 +90,14 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			a.ClientStatus = existing.ClientStatus
 			a.ClientDescription = existing.ClientDescription
 			a.TaskStates = existing.TaskStates // stored objects are immutable: sharing is safe
+			if existing.DeploymentID == a.DeploymentID && existing.DeploymentStatus != nil {
+				// The health the client reported since the scheduler's
+				// snapshot stands.
+				a.DeploymentStatus = existing.DeploymentStatus.Copy()
+			}
+			if existing.DeploymentID != "" && existing.DeploymentID != a.DeploymentID {
+				deployments[existing.DeploymentID] = true
+			}
 		} else {
 			a.CreateIndex = index
 			if a.CreateTime == 0 {
@@ -111,6 +125,9 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		if err := txn.Insert(TableAllocs, a); err != nil {
 			return fmt.Errorf("state: place allocation %q: %w", a.ID, err)
 		}
+		if a.DeploymentID != "" {
+			deployments[a.DeploymentID] = true
+		}
 		jobs[a.JobID] = struct{}{}
 		touched = true
 	}
@@ -120,6 +137,9 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		}
 	}
 	if err := upsertEvalsTxn(txn, index, req.Evals, jobs); err != nil {
+		return err
+	}
+	if err := refreshDeploymentsTxn(txn, index, deployments); err != nil {
 		return err
 	}
 	if err := updateJobStatusesTxn(txn, index, jobs, false); err != nil {
@@ -145,6 +165,7 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 	defer txn.Abort()
 	jobs := map[string]struct{}{}
 	touched, artsTouched := false, false
+	deployments := map[string]bool{}
 	for _, upd := range allocs {
 		if upd == nil || upd.ID == "" {
 			return invalid("client update: allocation nil or without ID")
@@ -174,6 +195,18 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		a.ClientStatus = upd.ClientStatus
 		a.ClientDescription = upd.ClientDescription
 		a.TaskStates = states
+		if takeClientHealth(existing, upd) {
+			// The client's health verdict is taken once, for an
+			// allocation of a deployment that has none yet.
+			ds := existing.DeploymentStatus.Copy()
+			if ds == nil {
+				ds = &structs.AllocDeploymentStatus{}
+			}
+			h := *upd.DeploymentStatus.Healthy
+			ds.Healthy, ds.Timestamp = &h, upd.DeploymentStatus.Timestamp
+			a.DeploymentStatus = ds
+			deployments[a.DeploymentID] = true
+		}
 		// Outputs and the log archive come once, with the final update;
 		// a later update without them (a status resent after a client
 		// restart) keeps them.
@@ -220,6 +253,9 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		if err := setIndex(txn, TableArtifacts, index); err != nil {
 			return err
 		}
+	}
+	if err := refreshDeploymentsTxn(txn, index, deployments); err != nil {
+		return err
 	}
 	if err := updateJobStatusesTxn(txn, index, jobs, false); err != nil {
 		return err

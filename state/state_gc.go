@@ -60,6 +60,12 @@ func (s *StateStore) PurgeGC(index uint64, req *structs.GCPurgeRequest) error {
 			return fmt.Errorf("state: gc delete job %q: %w", j.JobID, err)
 		}
 		changed[TableJobs] = true
+		if err := deleteJobVersionsTxn(txn, index, j.JobID); err != nil {
+			return err
+		}
+		if err := deleteJobDeploymentsTxn(txn, index, j.JobID); err != nil {
+			return err
+		}
 		// A periodic job's launch record goes with it.
 		if err := deletePeriodicLaunchTxn(txn, index, j.JobID); err != nil {
 			return err

@@ -31,9 +31,25 @@ func (s *StateStore) Hash() (string, error) {
 	for _, table := range []string{TableIndex, TableJobs, TableNodes, TableAllocs, TableEvals, TableACLPolicies, TableACLTokens, TableACLBootstrap, TableArtifacts,
 		// Service registrations.
 		TableServiceRegistrations,
+		// Job versions and deployments.
+		TableDeployments,
 		// Periodic jobs.
 		TablePeriodicLaunch} {
 		it, err := txn.Get(table, "id")
+		if err != nil {
+			return "", fmt.Errorf("state: hash %s: %w", table, err)
+		}
+		if err := enc.Encode(table); err != nil {
+			return "", fmt.Errorf("state: hash %s: %w", table, err)
+		}
+		if err := hashRows(enc, it); err != nil {
+			return "", fmt.Errorf("state: hash %s: %w", table, err)
+		}
+	}
+	// Tables with a compound primary key are listed through its prefix
+	// index (same order).
+	for _, table := range []string{TableJobVersions} {
+		it, err := txn.Get(table, "id_prefix")
 		if err != nil {
 			return "", fmt.Errorf("state: hash %s: %w", table, err)
 		}

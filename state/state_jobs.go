@@ -12,6 +12,9 @@ import (
 // ModifyIndex is always index. Version starts at 0 and, with JobModifyIndex
 // = index, moves only when the spec changed (jobSpecChanged: everything but
 // status, version, submit time and indexes is compared, Stop included).
+// Each new version is also kept in the job versions table
+// (state_job_versions.go); Stable starts false on a new version and is
+// kept otherwise.
 // Status is derived from the job's allocations and evaluations (see
 // jobStatus). Errors wrap structs.ErrInvalid for a nil job or an empty ID.
 func (s *StateStore) UpsertJob(index uint64, job *structs.Job) error {
@@ -37,17 +40,22 @@ func upsertJobTxn(txn *memdb.Txn, index uint64, job *structs.Job) error {
 	if err != nil {
 		return err
 	}
+	newVersion := existing == nil
 	if existing == nil {
 		j.CreateIndex = index
 		j.JobModifyIndex = index
 		j.Version = 0
+		j.Stable = false
 	} else {
 		j.CreateIndex = existing.CreateIndex
 		j.JobModifyIndex = existing.JobModifyIndex
 		j.Version = existing.Version
+		j.Stable = existing.Stable
 		if jobSpecChanged(existing, j) {
 			j.JobModifyIndex = index
 			j.Version = existing.Version + 1
+			j.Stable = false
+			newVersion = true
 		}
 	}
 	j.ModifyIndex = index
@@ -59,7 +67,13 @@ func upsertJobTxn(txn *memdb.Txn, index uint64, job *structs.Job) error {
 	if err := txn.Insert(TableJobs, j); err != nil {
 		return fmt.Errorf("state: insert job %q: %w", j.ID, err)
 	}
-	return setIndex(txn, TableJobs, index)
+	if err := setIndex(txn, TableJobs, index); err != nil {
+		return err
+	}
+	if newVersion {
+		return upsertJobVersionTxn(txn, index, j)
+	}
+	return nil
 }
 
 // DeleteJob purges the job. Its allocations and evaluations stay: the
@@ -83,6 +97,12 @@ func (s *StateStore) DeleteJob(index uint64, jobID string) error {
 		return err
 	}
 	if err := setIndex(txn, TableJobs, index); err != nil {
+		return err
+	}
+	if err := deleteJobVersionsTxn(txn, index, jobID); err != nil {
+		return err
+	}
+	if err := deleteJobDeploymentsTxn(txn, index, jobID); err != nil {
 		return err
 	}
 	s.commitTxn(txn, index)

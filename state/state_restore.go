@@ -31,6 +31,15 @@ func (r *StateRestore) JobRestore(job *structs.Job) error {
 	return r.insert(TableJobs, job.ID, job)
 }
 
+// JobVersionRestore inserts a kept job version. Errors wrap
+// structs.ErrInvalid for a nil job or an empty ID.
+func (r *StateRestore) JobVersionRestore(job *structs.Job) error {
+	if job == nil || job.ID == "" {
+		return invalid("restore job version: nil or without ID")
+	}
+	return r.insert(TableJobVersions, job.ID, job)
+}
+
 // NodeRestore inserts a node. Errors wrap structs.ErrInvalid for a nil node
 // or an empty ID.
 func (r *StateRestore) NodeRestore(node *structs.Node) error {

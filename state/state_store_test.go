@@ -180,6 +180,11 @@ func copyInto(t *testing.T, src *StateStore) *StateStore {
 	for _, e := range evals {
 		must(t, r.EvalRestore(e))
 	}
+	versions, err := src.AllJobVersions(nil)
+	must(t, err)
+	for _, v := range versions {
+		must(t, r.JobVersionRestore(v))
+	}
 	for _, table := range indexedTables {
 		must(t, r.IndexRestore(table, mustIndex(t, src, table)))
 	}

@@ -82,6 +82,11 @@ type Allocation struct {
 	// files, archived by the client when the allocation finished, so
 	// `alloc logs` reads them once the node is gone.
 	LogArchive string `json:",omitempty"`
+	// DeploymentID is the deployment that placed (or took over) the
+	// allocation; DeploymentStatus its health there, set by the client's
+	// health tracker or, for manual health, by a user.
+	DeploymentID     string                 `json:",omitempty"`
+	DeploymentStatus *AllocDeploymentStatus `json:",omitempty"`
 
 	CreateIndex      uint64
 	ModifyIndex      uint64
@@ -240,6 +245,7 @@ func (a *Allocation) Copy() *Allocation {
 	}
 	n.Gang = a.Gang.Copy()
 	n.Outputs = copyArtifactRefs(a.Outputs)
+	n.DeploymentStatus = a.DeploymentStatus.Copy()
 	if a.TaskStates != nil {
 		n.TaskStates = make(map[string]*TaskState, len(a.TaskStates))
 		for k, ts := range a.TaskStates {

@@ -5,9 +5,7 @@ import (
 	"strings"
 )
 
-// Event topics: the state store tables a change came from. TopicDeployment
-// is accepted in subscriptions for Nomad compatibility; GPUlayer has no
-// deployments yet, so it never carries events.
+// Event topics: the state store tables a change came from.
 const (
 	TopicJob        = "Job"
 	TopicAllocation = "Allocation"
@@ -35,6 +33,10 @@ const (
 	// Service registrations, as Nomad names them.
 	EventServiceRegistration   = "ServiceRegistration"
 	EventServiceDeregistration = "ServiceDeregistration"
+	// Job versions and deployments: any change of a deployment (status,
+	// counters, promotion), as Nomad's.
+	EventDeploymentStatusUpdate = "DeploymentStatusUpdate"
+	EventDeploymentDeleted      = "DeploymentDeleted"
 )
 
 // Event is one change to the cluster state, published by the state store
@@ -62,7 +64,8 @@ type EventPayload struct {
 	Node       *Node       `json:",omitempty"`
 	Evaluation *Evaluation `json:",omitempty"`
 	// Service is a service registration (TopicService).
-	Service *ServiceRegistration `json:",omitempty"`
+	Service    *ServiceRegistration `json:",omitempty"`
+	Deployment *Deployment          `json:",omitempty"`
 }
 
 // EventBatch is every event of one Raft index, in the order the write made

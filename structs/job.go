@@ -91,6 +91,9 @@ type Job struct {
 	// Availability is the default node availability class the job's groups
 	// accept (see TaskGroup.Availability).
 	Availability string
+	// Update is the job-level update block: each group without its own
+	// takes a copy (structs/deployment.go).
+	Update *UpdateStrategy `json:",omitempty"`
 
 	// Periodic and parameterized jobs (structs/job_children.go).
 	//
@@ -126,6 +129,10 @@ type Job struct {
 	// Version counts registrations of this job ID that changed its spec,
 	// starting at 0.
 	Version uint64
+	// Stable is set once a deployment of this version succeeded (or a user
+	// marked it so with PUT /v1/job/:id/stable); auto_revert goes back to
+	// the newest stable version. A new version starts unstable.
+	Stable bool
 	// SubmitTime is when the job was registered, in Unix nanoseconds, set by
 	// the endpoint (never the FSM).
 	SubmitTime     int64
@@ -165,6 +172,9 @@ type TaskGroup struct {
 	Networks []*NetworkResource `json:",omitempty"`
 	// Services are the group's service blocks (structs/service.go).
 	Services []*Service `json:",omitempty"`
+	// Update is the group's update block: how a new job version rolls out
+	// (structs/deployment.go); nil replaces everything at once.
+	Update *UpdateStrategy `json:",omitempty"`
 	// MaxRunDuration bounds how long each allocation of the group runs, in
 	// a batch job only: past it, measured from the allocation's start on
 	// its client, every task still running is stopped and fails with a
@@ -334,6 +344,12 @@ func (j *Job) Canonicalize() {
 				t.Resources = &Resources{CPU: 100, MemoryMB: 300}
 			}
 		}
+		if tg.Update == nil && j.Update != nil {
+			tg.Update = j.Update.Copy()
+		}
+		if tg.Update != nil {
+			canonicalizeUpdate(tg.Update, groupAsksForGPU(tg))
+		}
 	}
 }
 
@@ -382,6 +398,9 @@ func (j *Job) Validate() error {
 		}
 		seenGroups[tg.Name] = true
 		for _, e := range tg.validate(j.Type) {
+			add("%s: %s", where, e)
+		}
+		for _, e := range updateProblems(j.Type, tg) {
 			add("%s: %s", where, e)
 		}
 		if _, err := IdlePolicyFor(j, tg.Name); err != nil {
@@ -620,6 +639,7 @@ func (j *Job) Copy() *Job {
 	n.Constraints = copyConstraints(j.Constraints)
 	n.Affinities = copyAffinities(j.Affinities)
 	n.Requires = slices.Clone(j.Requires)
+	n.Update = j.Update.Copy()
 	n.Periodic = j.Periodic.copy()
 	n.ParameterizedJob = j.ParameterizedJob.copy()
 	n.Payload = slices.Clone(j.Payload)
@@ -652,6 +672,7 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	n.Requires = slices.Clone(tg.Requires)
 	n.Networks = copyNetworks(tg.Networks)
 	n.Services = copyServices(tg.Services)
+	n.Update = tg.Update.Copy()
 	if tg.Tasks != nil {
 		n.Tasks = make([]*Task, len(tg.Tasks))
 		for i, t := range tg.Tasks {

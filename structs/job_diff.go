@@ -10,7 +10,7 @@ import (
 // change a user makes.
 var diffIgnored = map[string]bool{
 	"Status": true, "StatusDescription": true, "Version": true, "SubmitTime": true,
-	"CreateIndex": true, "ModifyIndex": true, "JobModifyIndex": true, "Stop": true,
+	"CreateIndex": true, "ModifyIndex": true, "JobModifyIndex": true, "Stop": true, "Stable": true,
 }
 
 // JobDiff lists what changes from old to cur, one line per leaf value:
@@ -21,20 +21,8 @@ var diffIgnored = map[string]bool{
 // out. A nil old (a new job) lists everything as added.
 func JobDiff(old, cur *Job) []string {
 	a, b := flattenJob(old), flattenJob(cur)
-	keys := map[string]bool{}
-	for k := range a {
-		keys[k] = true
-	}
-	for k := range b {
-		keys[k] = true
-	}
-	sorted := make([]string, 0, len(keys))
-	for k := range keys {
-		sorted = append(sorted, k)
-	}
-	sort.Strings(sorted)
 	var out []string
-	for _, k := range sorted {
+	for _, k := range unionKeys(a, b) {
 		va, ina := a[k]
 		vb, inb := b[k]
 		switch {
@@ -47,6 +35,23 @@ func JobDiff(old, cur *Job) []string {
 		}
 	}
 	return out
+}
+
+// unionKeys returns the keys of a and b, sorted.
+func unionKeys(a, b map[string]string) []string {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	return sorted
 }
 
 // flattenJob turns a job into path → JSON value for every leaf.

@@ -38,6 +38,9 @@ type GroupPlan struct {
 	// says why (its Explanation in words).
 	Queued  int
 	Failure *AllocMetric
+	// Notes say how the group's update block rolls the change out and
+	// what waits for room (server/endpoints_plan.go).
+	Notes []string `json:",omitempty"`
 }
 
 // JobQueueEntry is one job with work waiting to be placed (GET

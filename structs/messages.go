@@ -37,6 +37,12 @@ const (
 	ServiceRegistrationUpsertRequestType          MessageType = 28
 	ServiceRegistrationDeleteByIDRequestType      MessageType = 29
 	ServiceRegistrationDeleteByAllocIDRequestType MessageType = 30
+	// Job versions and deployments (structs/job_versions.go,
+	// structs/deployment.go).
+	JobStabilityRequestType           MessageType = 22
+	DeploymentStatusUpdateRequestType MessageType = 23
+	DeploymentPromoteRequestType      MessageType = 24
+	DeploymentAllocHealthRequestType  MessageType = 25
 	// Periodic and parameterized jobs (structs/job_children.go); 21 is
 	// kept for them.
 	PeriodicLaunchRequestType     MessageType = 18
@@ -95,6 +101,15 @@ func (t MessageType) String() string {
 		return "ServiceRegistrationDeleteByID"
 	case ServiceRegistrationDeleteByAllocIDRequestType:
 		return "ServiceRegistrationDeleteByAllocID"
+	// Job versions and deployments.
+	case JobStabilityRequestType:
+		return "JobStability"
+	case DeploymentStatusUpdateRequestType:
+		return "DeploymentStatusUpdate"
+	case DeploymentPromoteRequestType:
+		return "DeploymentPromote"
+	case DeploymentAllocHealthRequestType:
+		return "DeploymentAllocHealth"
 	// Periodic and parameterized jobs.
 	case PeriodicLaunchRequestType:
 		return "PeriodicLaunch"
@@ -185,6 +200,9 @@ type ApplyPlanResultsRequest struct {
 	Evals []*Evaluation
 	// UpdatedAt is Unix nanoseconds, used as ModifyTime.
 	UpdatedAt int64
+	// Deployment and DeploymentUpdates are the plan's (structs.Plan).
+	Deployment        *Deployment               `json:",omitempty"`
+	DeploymentUpdates []*DeploymentStatusUpdate `json:",omitempty"`
 }
 
 // AllocClientUpdateRequest carries client-side status (ClientStatus,

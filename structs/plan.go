@@ -15,6 +15,11 @@ type Plan struct {
 	NodeAllocation map[string][]*Allocation
 	// SnapshotIndex is the state index the scheduler planned against.
 	SnapshotIndex uint64
+	// Deployment, when set, is created (or, same ID, updated) with the
+	// plan; DeploymentUpdates change other deployments' status (a newer
+	// version cancels the old one's).
+	Deployment        *Deployment
+	DeploymentUpdates []*DeploymentStatusUpdate
 }
 
 // AppendStoppedAlloc records that alloc should stop, with a reason.
@@ -49,7 +54,9 @@ func NormalizedStop(a *Allocation) *Allocation {
 }
 
 // IsNoOp reports whether the plan changes nothing.
-func (p *Plan) IsNoOp() bool { return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0 }
+func (p *Plan) IsNoOp() bool {
+	return len(p.NodeUpdate) == 0 && len(p.NodeAllocation) == 0 && p.Deployment == nil && len(p.DeploymentUpdates) == 0
+}
 
 // PlanResult is what the plan applier committed. A node whose part of the
 // plan was refused (it would over-commit the node) is missing from both

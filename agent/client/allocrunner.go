@@ -50,6 +50,10 @@ type allocRunner struct {
 	// recovered holds, by task name, the handles of tasks started by an
 	// earlier life of this client, to reattach to.
 	recovered map[string]*driver.TaskHandle
+	// healthDeployment is the deployment whose health the tracker decides
+	// (deploy_health.go), deployHealth its verdict once set.
+	healthDeployment string
+	deployHealth     *structs.AllocDeploymentStatus
 	// priorStart is when an earlier life of this client started the
 	// allocation (Unix nanoseconds; 0: it did not, or no task has a
 	// max_run_duration), for its deadlines (deadline.go).
@@ -141,6 +145,7 @@ func (ar *allocRunner) run() {
 	stop := ar.stopRequested
 	ar.mu.Unlock()
 	ar.changed()
+	ar.trackDeploymentHealth(ar.alloc)
 	stopTimers := ar.armDeadlines()
 	defer stopTimers()
 
@@ -337,15 +342,20 @@ func (ar *allocRunner) changed() {
 		TaskStates:        copyTaskStates(ar.taskStates),
 		Outputs:           ar.outputs,
 		LogArchive:        ar.logArchive,
+		DeploymentStatus:  ar.deployHealth.Copy(),
 	}
 	ar.mu.Unlock()
 	ar.c.sync.enqueue(up)
 }
 
 // update applies a newer copy of the allocation from the servers: a
-// desired status of stop or evict stops every task.
+// desired status of stop or evict stops every task; a running one that
+// joined a deployment without a health verdict gets its health tracked.
 func (ar *allocRunner) update(a *structs.Allocation) {
 	if a.DesiredStatus == structs.AllocDesiredStatusRun {
+		// An allocation updated in place into a new deployment without
+		// a verdict is judged again.
+		ar.trackDeploymentHealth(a)
 		return
 	}
 	ar.stop()

@@ -93,6 +93,11 @@ func NewClient(cfg *Config) (*Client, error) {
 	c := &Client{cfg: c0, logger: c0.Logger, runners: map[string]*allocRunner{}, tel: telemetry{idleSince: map[string]time.Time{}},
 		healthDirty: make(chan struct{}, 1)}
 	c.sync = newAllocSyncer(c0.Servers, c.logger, c0.SyncInterval)
+	// Deployment health (health_check = "checks") asks this client's own
+	// check runner (services.go) unless the config names another provider.
+	if c.cfg.ChecksHealth == nil {
+		c.cfg.ChecksHealth = c
+	}
 
 	node, err := c.buildNode()
 	if err != nil {

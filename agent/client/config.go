@@ -39,6 +39,10 @@ type ServerConn interface {
 // Config configures a Client. Zero values get the defaults documented per
 // field.
 type Config struct {
+	// ChecksHealth gives deployment health tracking the state of an
+	// allocation's service checks (health_check = "checks"); nil means
+	// the client's own check runner (services.go, Client.ChecksHealthy).
+	ChecksHealth ChecksHealthProvider
 	// DataDir is the client's own directory (mode 0700): node-id,
 	// node-secret, state.db and allocs/<alloc-id>/<task>/{local,secrets,
 	// logs,outputs}. Required.

@@ -427,9 +427,8 @@ func (c *Client) AllocCheckStatuses(allocID string) (map[string]*structs.CheckSt
 	return sr.statuses(), true
 }
 
-// ChecksHealthy is what deployment health tracking (health_check =
-// "checks") asks of the check runner, the shape of the deployments
-// feature's ChecksHealthProvider: known reports whether the allocation,
+// ChecksHealthy implements ChecksHealthProvider (deploy_health.go) for
+// deployment health tracking (health_check = "checks"): known reports whether the allocation,
 // which this client runs, has service checks at all; healthy whether
 // every one of them passed its latest run. A check that has not run yet
 // counts as not passing (known is true, healthy false), so a tracker waits
@@ -442,3 +441,5 @@ func (c *Client) ChecksHealthy(allocID string) (healthy, known bool) {
 	}
 	return sr.passing()
 }
+
+var _ ChecksHealthProvider = (*Client)(nil)

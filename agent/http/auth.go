@@ -89,6 +89,8 @@ const (
 	nsJob                   // the job in {id} (else ?namespace=)
 	nsAlloc                 // the allocation in {id} or {alloc} (else ?namespace=)
 	nsEval                  // the evaluation in {id} (else ?namespace=)
+	// Job versions and deployments.
+	nsDeployment // the deployment in {id} (else ?namespace=)
 )
 
 // routeRule is a route's entry in routeACL.
@@ -139,6 +141,26 @@ var routeACL = map[string]routeRule{
 	"POST /v1/job/{id}/dispatch":       nsRule(structs.NamespaceCapabilityDispatchJob, nsJob),
 	"PUT /v1/job/{id}/periodic/force":  nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
 	"POST /v1/job/{id}/periodic/force": nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+
+	// Job versions and deployments (job_versions.go, deployments.go).
+	"GET /v1/job/{id}/versions":                  nsRule(structs.NamespaceCapabilityReadJob, nsJob),
+	"PUT /v1/job/{id}/revert":                    nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"POST /v1/job/{id}/revert":                   nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"PUT /v1/job/{id}/stable":                    nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"POST /v1/job/{id}/stable":                   nsRule(structs.NamespaceCapabilitySubmitJob, nsJob),
+	"GET /v1/job/{id}/deployments":               nsRule(structs.NamespaceCapabilityReadJob, nsJob),
+	"GET /v1/job/{id}/deployment":                nsRule(structs.NamespaceCapabilityReadJob, nsJob),
+	"GET /v1/deployments":                        nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"GET /v1/deployment/{id}":                    nsRule(structs.NamespaceCapabilityReadJob, nsDeployment),
+	"GET /v1/deployment/allocations/{id}":        nsRule(structs.NamespaceCapabilityReadJob, nsDeployment),
+	"PUT /v1/deployment/promote/{id}":            nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"POST /v1/deployment/promote/{id}":           nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"PUT /v1/deployment/fail/{id}":               nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"POST /v1/deployment/fail/{id}":              nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"PUT /v1/deployment/pause/{id}":              nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"POST /v1/deployment/pause/{id}":             nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"PUT /v1/deployment/allocation-health/{id}":  nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
+	"POST /v1/deployment/allocation-health/{id}": nsRule(structs.NamespaceCapabilitySubmitJob, nsDeployment),
 
 	// Nomad API compatibility (issue 12, wire.go).
 	"GET /v1/job/{id}/summary":               nsRule(structs.NamespaceCapabilityReadJob, nsJob),
@@ -462,6 +484,12 @@ func (h *handler) requestNamespace(r *http.Request, src nsSource) string {
 				return nsOrDefault(e.Namespace)
 			}
 		}
+	case nsDeployment:
+		if ds, ok := h.srv.(DeploymentServer); ok {
+			if d, _, err := ds.DeploymentGet(ctx, r.PathValue("id"), q); err == nil && d != nil {
+				return nsOrDefault(d.Namespace)
+			}
+		}
 	}
 	return nsOrDefault(r.URL.Query().Get("namespace"))
 }
@@ -564,7 +592,7 @@ func withPathValues(r *http.Request, pattern string) *http.Request {
 }
 
 // filterEvents returns batch without the events the caller's ACL may not
-// read: job, allocation and evaluation events need read-job in the
+// read: job, allocation, evaluation and deployment events need read-job in the
 // object's namespace, node events node read. The batch is shared by every
 // subscriber, so a filtered one is a copy; nil when nothing is left.
 func filterEvents(r *http.Request, batch *structs.EventBatch) *structs.EventBatch {
@@ -599,6 +627,8 @@ func eventAllowed(acl *structs.ACL, e *structs.Event) bool {
 	// Service registrations.
 	case p.Service != nil:
 		return read(p.Service.Namespace)
+	case p.Deployment != nil:
+		return read(p.Deployment.Namespace)
 	}
 	return false
 }

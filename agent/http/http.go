@@ -231,6 +231,9 @@ func (h *handler) routes() {
 	// Periodic and parameterized jobs (jobs_children.go).
 	h.childrenRoutes()
 	h.schedulingRoutes()
+	// Job versions and deployments.
+	h.jobVersionRoutes()
+	h.deploymentRoutes()
 	h.actionRoutes()
 	h.handle("GET /v1/allocations", h.allocList)
 	h.handle("GET /v1/allocation/{id}", h.allocGet)

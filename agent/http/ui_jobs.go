@@ -233,6 +233,9 @@ type jobView struct {
 	Groups []groupRow
 	Allocs []allocRow
 	Evals  []evalRow
+	// Versions and Deployment: ui_deployments.go.
+	Versions   []versionRow
+	Deployment *deploymentView
 }
 
 func (u *ui) jobPage(r *http.Request) (string, pageData, error) {
@@ -251,7 +254,7 @@ func (u *ui) jobPage(r *http.Request) (string, pageData, error) {
 		return "", nil, err
 	}
 	v := &jobView{pageBase: pageBase{Nav: "jobs", StreamTopics: []string{
-		structs.TopicJob + ":" + id, structs.TopicAllocation + ":" + id, structs.TopicEvaluation + ":" + id,
+		structs.TopicJob + ":" + id, structs.TopicAllocation + ":" + id, structs.TopicEvaluation + ":" + id, structs.TopicDeployment + ":" + id,
 	}}, Job: job}
 	_, queued := queuedCount(job, evals)
 	for _, tg := range job.TaskGroups {
@@ -317,6 +320,7 @@ func (u *ui) jobPage(r *http.Request) (string, pageData, error) {
 		}
 		v.Evals = append(v.Evals, row)
 	}
+	u.jobDeploymentViews(r.Context(), v, job, q)
 	return "job", v, nil
 }
 

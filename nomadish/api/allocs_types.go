@@ -61,6 +61,10 @@ type Allocation struct {
 	// LogArchive is the hex SHA-256 of the tar of the tasks' log files,
 	// archived when the allocation finished.
 	LogArchive string `json:",omitempty"`
+	// DeploymentID is the deployment that placed the allocation, and
+	// DeploymentStatus its health there.
+	DeploymentID     string                 `json:",omitempty"`
+	DeploymentStatus *AllocDeploymentStatus `json:",omitempty"`
 
 	CreateIndex      uint64
 	ModifyIndex      uint64

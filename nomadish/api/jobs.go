@@ -67,6 +67,8 @@ type Job struct {
 	// Availability is the node availability class the groups accept by
 	// default: "continuous" (the default) or "opportunistic".
 	Availability string `json:",omitempty"`
+	// Update is the default update block of the job's groups.
+	Update *UpdateStrategy `json:",omitempty"`
 
 	// Periodic makes the job a periodic parent; ParameterizedJob a
 	// parameterized one (nomadish/api/jobs_children.go). Neither gets
@@ -96,6 +98,9 @@ type Job struct {
 	Stop bool
 	// Version counts the registrations of the job, starting at 0.
 	Version uint64
+	// Stable is true once a deployment of this version succeeded (or a
+	// user marked it stable); auto_revert goes back to the newest one.
+	Stable bool
 	// SubmitTime is when the current version was submitted, in nanoseconds
 	// since the Unix epoch.
 	SubmitTime int64
@@ -146,6 +151,8 @@ type TaskGroup struct {
 	Networks []*NetworkResource `json:",omitempty"`
 	// Services are the group's service blocks.
 	Services []*Service `json:",omitempty"`
+	// Update is the group's update block: how a new version rolls out.
+	Update *UpdateStrategy `json:",omitempty"`
 	// MaxRunDuration bounds how long each allocation of the group runs
 	// (batch jobs only), measured from its start on the client; a task
 	// still running then is stopped and fails with a "Deadline Exceeded"

@@ -34,10 +34,14 @@ type JobPlanResponse struct {
 }
 
 // JobDiff is Nomad's job diff, reduced to what GPUlayer computes: the
-// kind of change and, per group, its update counts.
+// kind of change and, per group, its update counts (job plan), or every
+// changed value in Fields, named by its path (job versions, see
+// jobs_versions.go).
 type JobDiff struct {
 	Type       string
 	ID         string
+	Fields     []*FieldDiff  `json:",omitempty"`
+	Objects    []*ObjectDiff `json:",omitempty"`
 	TaskGroups []*TaskGroupDiff
 }
 
@@ -73,6 +77,9 @@ type GroupPlan struct {
 	// Queued counts allocations that would wait; Failure says why.
 	Queued  int
 	Failure *AllocMetric
+	// Notes say how the group's update block rolls the change out (one
+	// at a time, canaries, new copies first) and what waits for room.
+	Notes []string `json:",omitempty"`
 }
 
 // JobQueueEntry is a job with work waiting to be placed (GET

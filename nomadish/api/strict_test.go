@@ -33,6 +33,10 @@ func TestCheckFields(t *testing.T) {
 		{"spreads", `{"Job":{"ID":"a","Spreads":[{"Attribute":"${node.datacenter}","Weight":50}]}}`, "Job.Spreads: not supported by GPUlayer: spread blocks", nil},
 		{"task lifecycle", `{"Job":{"ID":"a","TaskGroups":[{"Name":"g","Tasks":[{"Name":"t","Lifecycle":{"Hook":"prestart"}}]}]}}`, "Job.TaskGroups[0].Tasks[0].Lifecycle: not supported", nil},
 		{"update", `{"Job":{"Update":{"MaxParallel":1}}}`, "Job.Update: not supported", nil},
+		{"group network", `{"Job":{"TaskGroups":[{"Name":"g","Networks":[{"DynamicPorts":[{"Label":"http"}]}]}]}}`, "Job.TaskGroups[0].Networks: not supported", nil},
+		{"task service", `{"Job":{"TaskGroups":[{"Tasks":[{"Name":"t","Services":[{"Name":"web"}]}]}]}}`, "Job.TaskGroups[0].Tasks[0].Services: not supported", nil},
+		{"update with Nomad's stagger", `{"Job":{"Update":{"MaxParallel":1,"Stagger":30000000000},"TaskGroups":[{"Update":{"Canary":1,"Stagger":1}}]}}`, "", nil},
+		{"version tag", `{"Job":{"VersionTag":{"Name":"v1"}}}`, "Job.VersionTag: not supported", nil},
 		{"case-insensitive key", `{"job":{"spreads":[{"attribute":"x"}]}}`, "Job.spreads: not supported", nil},
 		{"enforce index", `{"Job":{"ID":"a"},"EnforceIndex":true}`, "EnforceIndex: not supported", nil},
 		{"unknown field warns", `{"Job":{"ID":"a","Frobnicate":3,"TaskGroups":[{"Name":"g","Wat":{"x":1}}]}}`, "",
@@ -72,7 +76,8 @@ func TestCheckFields(t *testing.T) {
 // the entry when the feature lands. Owners must be wire types.
 func TestUnsupportedFieldsAreNotWireFields(t *testing.T) {
 	owners := map[string]reflect.Type{}
-	for _, v := range []interface{}{Job{}, TaskGroup{}, Task{}, Resources{}, TaskArtifact{}, RestartPolicy{}, JobRegisterRequest{}} {
+	for _, v := range []interface{}{Job{}, TaskGroup{}, Task{}, Resources{}, TaskArtifact{}, RestartPolicy{}, JobRegisterRequest{},
+		UpdateStrategy{}} {
 		owners[reflect.TypeOf(v).Name()] = reflect.TypeOf(v)
 	}
 	seen := map[string]bool{}

@@ -26,10 +26,10 @@ package api
 // "JobRegisterRequest"); Field is the JSON key, matched without regard to
 // case as encoding/json matches keys.
 var UnsupportedFields = []UnsupportedField{
-	// Deployments and versions (pending: deploy).
-	{Owner: "Job", Field: "Update", Kind: Refuse, Reason: "the update block (deployments) is not supported yet (issue 13)"},
-	{Owner: "TaskGroup", Field: "Update", Kind: Refuse, Reason: "the update block (deployments) is not supported yet (issue 13)"},
-	{Owner: "Job", Field: "VersionTag", Kind: Refuse, Reason: "job version tags are not supported yet (issue 13)"},
+	// Deployments and versions: the update block is supported; version
+	// tags are not.
+	{Owner: "Job", Field: "VersionTag", Kind: Refuse, Reason: "job version tags are not supported"},
+	{Owner: "UpdateStrategy", Field: "Stagger", Kind: Ignore, Reason: "stagger has no effect: a replacement waits for the health of the one before"},
 
 	// Networks: a task's resources network block (deprecated in Nomad);
 	// ports go in the group's network block.
@@ -97,7 +97,6 @@ var UnsupportedFields = []UnsupportedField{
 
 	// Accepted and ignored silently: request metadata and read-only
 	// fields a client sends back as it read them.
-	{Owner: "Job", Field: "Stable", Kind: Ignore},
 	{Owner: "Job", Field: "NomadTokenID", Kind: Ignore},
 	{Owner: "JobRegisterRequest", Field: "Submission", Kind: Ignore},
 	{Owner: "JobRegisterRequest", Field: "Region", Kind: Ignore},

@@ -35,6 +35,7 @@ func JobToStructs(j *api.Job) *structs.Job {
 		Status:            j.Status,
 		StatusDescription: j.StatusDescription,
 		Version:           j.Version,
+		Stable:            j.Stable,
 		SubmitTime:        j.SubmitTime,
 		CreateIndex:       j.CreateIndex,
 		ModifyIndex:       j.ModifyIndex,
@@ -61,6 +62,7 @@ func JobToStructs(j *api.Job) *structs.Job {
 			out.TaskGroups[i] = taskGroupToStructs(tg)
 		}
 	}
+	out.Update = updateToStructs(j.Update)
 	return out
 }
 
@@ -86,6 +88,7 @@ func JobFromStructs(j *structs.Job) *api.Job {
 		Status:            j.Status,
 		StatusDescription: j.StatusDescription,
 		Version:           j.Version,
+		Stable:            j.Stable,
 		SubmitTime:        j.SubmitTime,
 		CreateIndex:       j.CreateIndex,
 		ModifyIndex:       j.ModifyIndex,
@@ -113,6 +116,7 @@ func JobFromStructs(j *structs.Job) *api.Job {
 			out.TaskGroups[i] = taskGroupFromStructs(tg)
 		}
 	}
+	out.Update = updateFromStructs(j.Update)
 	return out
 }
 
@@ -151,6 +155,7 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 			out.Tasks[i] = taskToStructs(t)
 		}
 	}
+	out.Update = updateToStructs(tg.Update)
 	return out
 }
 
@@ -189,6 +194,7 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 			out.Tasks[i] = taskFromStructs(t)
 		}
 	}
+	out.Update = updateFromStructs(tg.Update)
 	return out
 }
 

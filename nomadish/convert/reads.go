@@ -242,6 +242,14 @@ func AllocRead(a *structs.Allocation, region string, withJob bool) *api.Allocati
 			}
 		}
 	}
+	// Job versions and deployments.
+	out.DeploymentID = a.DeploymentID
+	if ds := a.DeploymentStatus; ds != nil {
+		out.DeploymentStatus = &api.AllocDeploymentStatus{Healthy: cloneBoolPtr(ds.Healthy), Canary: ds.Canary, ModifyIndex: a.ModifyIndex}
+		if ds.Timestamp != 0 {
+			out.DeploymentStatus.Timestamp = time.Unix(0, ds.Timestamp).UTC()
+		}
+	}
 	if g := a.Gang; g != nil {
 		out.Gang = &api.GangInfo{Rank: g.Rank, WorldSize: g.WorldSize, LocalRank: g.LocalRank, MasterAddr: g.MasterAddr,
 			MasterPort: g.MasterPort, Peers: cloneStrings(g.Peers), Attempt: g.Attempt, Restarts: g.Restarts}
@@ -351,7 +359,7 @@ func PlanRead(jobID string, p *structs.JobPlanResponse) *api.JobPlanResponse {
 			continue
 		}
 		out.Groups = append(out.Groups, &api.GroupPlan{Name: g.Name, Place: g.Place, Stop: g.Stop, InPlace: g.InPlace,
-			Nodes: cloneIntMap(g.Nodes), Queued: g.Queued, Failure: allocMetricRead(g.Failure)})
+			Nodes: cloneIntMap(g.Nodes), Queued: g.Queued, Failure: allocMetricRead(g.Failure), Notes: cloneStrings(g.Notes)})
 		out.Annotations.DesiredTGUpdates[g.Name] = &api.DesiredUpdates{Place: uint64(max(g.Place, 0)), Stop: uint64(max(g.Stop, 0)),
 			InPlaceUpdate: uint64(max(g.InPlace, 0))}
 		gd := &api.TaskGroupDiff{Type: diff.Type, Name: g.Name, Updates: map[string]uint64{}}
@@ -405,6 +413,9 @@ func EventBatchRead(b *structs.EventBatch, region string) *api.EventBatch {
 		case p.Evaluation != nil:
 			name, v = "Evaluation", EvalRead(p.Evaluation)
 			ev.Namespace = nsOr(p.Evaluation.Namespace)
+		case p.Deployment != nil:
+			name, v = "Deployment", DeploymentFromStructs(p.Deployment)
+			ev.Namespace = nsOr(p.Deployment.Namespace)
 		}
 		if name != "" {
 			// The wire types hold only encodable values.

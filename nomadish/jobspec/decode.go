@@ -46,7 +46,7 @@ var (
 			{Name: "max_running_children"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{
-			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"},
+			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"}, {Type: "update"},
 			{Type: "group", LabelNames: []string{"name"}},
 			// Periodic and parameterized jobs (children.go).
 			{Type: "periodic"}, {Type: "parameterized"},
@@ -57,7 +57,7 @@ var (
 			{Name: "max_run_duration"}},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"}, {Type: "restart"},
-			{Type: "reschedule"},
+			{Type: "reschedule"}, {Type: "update"},
 			{Type: "task", LabelNames: []string{"name"}},
 			// Ports and services (services.go).
 			{Type: "network"}, {Type: "service"},
@@ -133,6 +133,12 @@ func (d *decoder) job(block *hcl.Block) *api.Job {
 			job.Affinities = append(job.Affinities, d.affinity(b))
 		case "group":
 			job.TaskGroups = append(job.TaskGroups, d.group(b))
+		case "update":
+			if job.Update != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			job.Update = d.update(b)
 		case "periodic":
 			if job.Periodic != nil {
 				d.duplicateBlock(b)
@@ -186,6 +192,12 @@ func (d *decoder) group(block *hcl.Block) *api.TaskGroup {
 				continue
 			}
 			tg.ReschedulePolicy = d.reschedule(b)
+		case "update":
+			if tg.Update != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			tg.Update = d.update(b)
 		case "task":
 			tg.Tasks = append(tg.Tasks, d.task(b))
 		}

@@ -42,6 +42,8 @@ func FuzzParse(f *testing.F) {
 		`job "a" { group "g" { reschedule { delay = "5s" delay_function = "exponential" max_delay = "1h" } } }`,
 		// Ports and services.
 		`job "a" { group "g" { network { port "http" { to = 8000 } port "x" { static = 9 } } service { name = "s" port = "http" check { type = "http" path = "/" interval = "1s" timeout = "1s" } } } }`,
+		`job "a" { update { canary = 1 } group "g" { update { max_parallel = 2 max_unavailable = 0 min_healthy_time = "1x" } } }`,
+		`job "a" { group "g" { update { health_check = "manual" auto_revert = true auto_promote = "yes" } update {} } }`,
 		`job "a" { type = "batch" group "g" { max_run_duration = "3s" task "t" { max_run_duration = "-1ns" } } }`,
 	} {
 		f.Add([]byte(s))

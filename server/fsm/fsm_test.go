@@ -20,6 +20,11 @@ func TestApplyEachMessageType(t *testing.T) {
 	eval := statetest.Eval(job)
 	alloc := statetest.Alloc(job, node)
 	alloc.EvalID = eval.ID
+	// Job versions and deployments.
+	dep := &structs.Deployment{ID: structs.GenerateUUID(), JobID: job.ID, Status: structs.DeploymentStatusRunning,
+		TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 1, ProgressDeadline: 60e9}}}
+	depAlloc := statetest.Alloc(job, node)
+	depAlloc.DeploymentID = dep.ID
 
 	steps := []struct {
 		name      string
@@ -197,6 +202,71 @@ func TestApplyEachMessageType(t *testing.T) {
 			name: "node deregister missing", mt: structs.NodeDeregisterRequestType,
 			msg: &structs.NodeDeregisterRequest{NodeID: node.ID}, wantErr: structs.ErrNotFound,
 		},
+		// Job versions and deployments.
+		{
+			name: "job register after the purge", mt: structs.JobRegisterRequestType,
+			msg: &structs.JobRegisterRequest{Job: job},
+		},
+		{
+			name: "job stability", mt: structs.JobStabilityRequestType,
+			msg: &structs.JobStabilityRequest{JobID: job.ID, JobVersion: 0, Stable: true},
+			check: func(t *testing.T) {
+				j, _ := tf.State().JobByID(nil, job.ID)
+				v, _ := tf.State().JobByIDAndVersion(nil, job.ID, 0)
+				if j == nil || !j.Stable || v == nil || !v.Stable {
+					t.Fatalf("job %+v version %+v", j, v)
+				}
+			},
+		},
+		{
+			name: "job stability of an unknown version", mt: structs.JobStabilityRequestType,
+			msg: &structs.JobStabilityRequest{JobID: job.ID, JobVersion: 7, Stable: true}, wantErr: structs.ErrNotFound,
+		},
+		{
+			name: "plan results with a deployment", mt: structs.ApplyPlanResultsRequestType,
+			msg: &structs.ApplyPlanResultsRequest{Deployment: dep, AllocsPlaced: []*structs.Allocation{depAlloc}, UpdatedAt: 100},
+			check: func(t *testing.T) {
+				d, _ := tf.State().DeploymentByID(nil, dep.ID)
+				if d == nil || d.TaskGroups["web"].PlacedAllocs != 1 || d.TaskGroups["web"].RequireProgressBy != 100+60e9 {
+					t.Fatalf("deployment = %+v", d)
+				}
+			},
+		},
+		{
+			name: "deployment alloc health", mt: structs.DeploymentAllocHealthRequestType,
+			msg: &structs.DeploymentAllocHealthRequest{DeploymentID: dep.ID, HealthyAllocationIDs: []string{depAlloc.ID}, Timestamp: 200},
+			check: func(t *testing.T) {
+				d, _ := tf.State().DeploymentByID(nil, dep.ID)
+				a, _ := tf.State().AllocByID(nil, depAlloc.ID)
+				if d.TaskGroups["web"].HealthyAllocs != 1 || !a.DeploymentStatus.IsHealthy() || a.DeploymentStatus.Timestamp != 200 {
+					t.Fatalf("deployment %+v alloc %+v", d.TaskGroups["web"], a.DeploymentStatus)
+				}
+			},
+		},
+		{
+			name: "deployment alloc health of an unknown allocation", mt: structs.DeploymentAllocHealthRequestType,
+			msg: &structs.DeploymentAllocHealthRequest{DeploymentID: dep.ID, HealthyAllocationIDs: []string{alloc.ID}}, wantErr: structs.ErrNotFound,
+		},
+		{
+			name: "deployment promote without canaries", mt: structs.DeploymentPromoteRequestType,
+			msg: &structs.DeploymentPromoteRequest{DeploymentID: dep.ID, All: true}, wantErr: structs.ErrInvalid,
+		},
+		{
+			name: "deployment status successful", mt: structs.DeploymentStatusUpdateRequestType,
+			msg: &structs.DeploymentStatusUpdateRequest{DeploymentUpdate: &structs.DeploymentStatusUpdate{DeploymentID: dep.ID,
+				Status: structs.DeploymentStatusSuccessful, StatusDescription: structs.DeploymentStatusDescriptionSuccessful}, UpdatedAt: 300},
+			check: func(t *testing.T) {
+				d, _ := tf.State().DeploymentByID(nil, dep.ID)
+				if d.Status != structs.DeploymentStatusSuccessful || d.ModifyTime != 300 {
+					t.Fatalf("deployment = %+v", d)
+				}
+			},
+		},
+		{
+			name: "deployment status of an unknown deployment", mt: structs.DeploymentStatusUpdateRequestType,
+			msg: &structs.DeploymentStatusUpdateRequest{DeploymentUpdate: &structs.DeploymentStatusUpdate{DeploymentID: "nope",
+				Status: structs.DeploymentStatusFailed}}, wantErr: structs.ErrNotFound,
+		},
 		{
 			name: "job register without job", mt: structs.JobRegisterRequestType,
 			msg: &structs.JobRegisterRequest{}, wantErr: structs.ErrInvalid,
@@ -292,7 +362,7 @@ func TestApplyEachMessageType(t *testing.T) {
 	// 18 types above; the 3 of periodic and parameterized jobs, whose
 	// answers are results rather than nil, are in children_test.go; the 3
 	// of service registrations in commands_services_test.go.
-	if every := registeredTypes(); len(every) != 18+3+3 {
+	if every := registeredTypes(); len(every) != 18+3+deploymentMessageTypes+3 {
 		t.Fatalf("registered types = %v", every)
 	}
 }
@@ -430,5 +500,12 @@ func seedMessages() map[structs.MessageType]interface{} {
 			{ID: "_gpulayer-" + alloc.ID + "-g-web-http", ServiceName: "web", Namespace: "default", NodeID: node.ID, JobID: job.ID, AllocID: alloc.ID, Address: "127.0.0.1", Port: 20000}}},
 		structs.ServiceRegistrationDeleteByIDRequestType:      &structs.ServiceRegistrationDeleteByIDRequest{Namespace: "default", IDs: []string{"x"}},
 		structs.ServiceRegistrationDeleteByAllocIDRequestType: &structs.ServiceRegistrationDeleteByAllocIDRequest{AllocIDs: []string{alloc.ID}},
+		// Job versions and deployments.
+		structs.JobStabilityRequestType: &structs.JobStabilityRequest{JobID: job.ID, JobVersion: 0, Stable: true},
+		structs.DeploymentStatusUpdateRequestType: &structs.DeploymentStatusUpdateRequest{DeploymentUpdate: &structs.DeploymentStatusUpdate{
+			DeploymentID: "d", Status: structs.DeploymentStatusFailed}, Job: job, Eval: eval, UpdatedAt: 4},
+		structs.DeploymentPromoteRequestType: &structs.DeploymentPromoteRequest{DeploymentID: "d", All: true, Eval: eval},
+		structs.DeploymentAllocHealthRequestType: &structs.DeploymentAllocHealthRequest{DeploymentID: "d", HealthyAllocationIDs: []string{alloc.ID},
+			UnhealthyAllocationIDs: []string{"x"}, Timestamp: 5},
 	}
 }

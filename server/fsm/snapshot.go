@@ -53,6 +53,10 @@ const (
 	SnapshotRecordArtifact     SnapshotRecordType = 9 // a *structs.Artifact (metadata only)
 	// Service registrations.
 	SnapshotRecordServiceRegistration SnapshotRecordType = 28 // a *structs.ServiceRegistration (numbered as its Raft type, so parallel features do not collide)
+	// Job versions and deployments (numbered as their Raft message types,
+	// so branches adding records do not collide).
+	SnapshotRecordJobVersion SnapshotRecordType = 22 // a *structs.Job in the job versions table
+	SnapshotRecordDeployment SnapshotRecordType = 23 // a *structs.Deployment
 	// Periodic jobs.
 	SnapshotRecordPeriodicLaunch SnapshotRecordType = 10 // a *structs.PeriodicLaunch
 	// Allocations without their job (format 2).
@@ -157,7 +161,9 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals,
 		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap, state.TableArtifacts,
-		state.TableServiceRegistrations, state.TablePeriodicLaunch} {
+		state.TableServiceRegistrations, state.TablePeriodicLaunch,
+		// Job versions and deployments.
+		state.TableJobVersions, state.TableDeployments} {
 		idx, err := snap.Index(table)
 		if err != nil {
 			return err
@@ -233,7 +239,7 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 			return err
 		}
 	}
-	return nil
+	return writeDeploymentState(sw, snap)
 }
 
 // writeAllocs writes allocs as SnapshotRecordAllocRef records, each distinct
@@ -585,6 +591,18 @@ func (rs *restoreState) record(t SnapshotRecordType) error {
 			return err
 		}
 		return restore.ServiceRegistrationRestore(&reg)
+	case SnapshotRecordJobVersion:
+		var j structs.Job
+		if err := decodeRecord(dec, &j); err != nil {
+			return err
+		}
+		return restore.JobVersionRestore(&j)
+	case SnapshotRecordDeployment:
+		var d structs.Deployment
+		if err := decodeRecord(dec, &d); err != nil {
+			return err
+		}
+		return restore.DeploymentRestore(&d)
 	case SnapshotRecordPeriodicLaunch:
 		var l structs.PeriodicLaunch
 		if err := decodeRecord(dec, &l); err != nil {

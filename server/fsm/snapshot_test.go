@@ -39,6 +39,18 @@ func populated(t testing.TB) *testFSM {
 	apply(structs.AllocClientUpdateRequestType, &structs.AllocClientUpdateRequest{Allocs: []*structs.Allocation{{ID: a1.ID, ClientStatus: "running",
 		TaskStates: map[string]*structs.TaskState{"server": {State: "running", Events: []*structs.TaskEvent{{Type: "Started", Time: 5, Details: map[string]string{"pid": "42"}}}}}}}, UpdatedAt: 200})
 	apply(structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{JobID: web.ID, Eval: statetest.Eval(web)})
+	// Job versions and deployments: a second version of train, a
+	// deployment with a healthy allocation.
+	train2 := train.Copy()
+	train2.Priority = 70
+	apply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: train2})
+	d := &structs.Deployment{ID: structs.GenerateUUID(), JobID: train.ID, JobVersion: 1, Status: structs.DeploymentStatusRunning,
+		TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 1}}}
+	stored2, _ := tf.State().JobByID(nil, train.ID)
+	a3 := statetest.Alloc(stored2, n1)
+	a3.DeploymentID = d.ID
+	apply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Deployment: d, AllocsPlaced: []*structs.Allocation{a3}, UpdatedAt: 300})
+	apply(structs.DeploymentAllocHealthRequestType, &structs.DeploymentAllocHealthRequest{DeploymentID: d.ID, HealthyAllocationIDs: []string{a3.ID}, Timestamp: 400})
 	return tf
 }
 
@@ -62,7 +74,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if dst.State() == old {
 		t.Fatal("State() still returns the old store")
 	}
-	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals} {
+	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals, state.TableJobVersions, state.TableDeployments} {
 		a, _ := src.State().Index(table)
 		b, _ := dst.State().Index(table)
 		if a != b || a == 0 {
@@ -292,9 +304,10 @@ func TestSnapshotWritesEachAllocJobOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := snapshotBytes(t, src.FSM)
-	if got := bytes.Count(raw, []byte("only-in-the-job-spec")); got != 2 {
-		// Once in the job record, once in the one allocation job record.
-		t.Fatalf("the job spec appears %d times in the snapshot, want 2", got)
+	if got := bytes.Count(raw, []byte("only-in-the-job-spec")); got != 3 {
+		// Once in the job record, once in its job version record, once
+		// in the one allocation job record.
+		t.Fatalf("the job spec appears %d times in the snapshot, want 3", got)
 	}
 	dst := newTestFSM(t)
 	if err := restoreBytes(dst.FSM, raw); err != nil {
@@ -323,7 +336,7 @@ func TestSnapshotWritesEachAllocJobOnce(t *testing.T) {
 	bw.WriteString(SnapshotMagic)
 	bw.WriteByte(1)
 	sw := &snapshotWriter{w: bw}
-	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs} {
+	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableJobVersions} {
 		idx, _ := snap.Index(table)
 		if err := sw.record(SnapshotRecordIndex, &state.IndexEntry{Key: table, Value: idx}); err != nil {
 			t.Fatal(err)
@@ -340,6 +353,10 @@ func TestSnapshotWritesEachAllocJobOnce(t *testing.T) {
 	}
 	for _, a := range old {
 		_ = sw.record(SnapshotRecordAlloc, a)
+	}
+	versions, _ := snap.AllJobVersions(nil)
+	for _, v := range versions {
+		_ = sw.record(SnapshotRecordJobVersion, v)
 	}
 	if err := sw.record(SnapshotRecordEnd, &snapshotTrailer{Records: sw.n}); err != nil {
 		t.Fatal(err)

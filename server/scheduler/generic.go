@@ -297,7 +297,16 @@ func computeAttempt(state State, ev *structs.Evaluation) (*attempt, error) {
 			return out, nil
 		}
 	}
-	rec := reconcile(job, allocs, ev.EvalTime())
+	latest, err := state.LatestDeploymentByJobID(ev.JobID)
+	if err != nil {
+		return nil, fmt.Errorf("read deployment of job %q: %w", ev.JobID, err)
+	}
+	dp := planDeployment(job, latest)
+	rec := reconcileDeployment(job, allocs, ev.EvalTime(), dp)
+	plan.DeploymentUpdates = dp.updates
+	if dp.isNew && dp.used {
+		plan.Deployment = dp.d
+	}
 	out.rescheduleAt = rec.rescheduleAt
 	for _, st := range rec.stops {
 		plan.AppendStoppedAlloc(st.alloc, st.desc)
@@ -328,7 +337,30 @@ func computeAttempt(state State, ev *structs.Evaluation) (*attempt, error) {
 	if err := ctx.place(plan, rec.places, out); err != nil {
 		return nil, err
 	}
+	noteWaitingCanaries(plan, dp, rec.places, out)
 	return out, nil
+}
+
+// noteWaitingCanaries gives a running deployment whose canaries could not
+// all be placed a description that says so (its progress deadline does not
+// start until they are): the plan carries the deployment with it.
+func noteWaitingCanaries(plan *structs.Plan, dp *deployPlan, places []placementRequest, out *attempt) {
+	if dp.d == nil || dp.d.Status != structs.DeploymentStatusRunning {
+		return
+	}
+	for _, req := range places {
+		m := out.failed[req.tg.Name]
+		if !req.canary || m == nil {
+			continue
+		}
+		d := dp.d
+		if !dp.isNew {
+			d = dp.d.Copy()
+		}
+		d.StatusDescription = waitingDescription(req.tg.Name, m)
+		plan.Deployment = d
+		return
+	}
 }
 
 // sortedNodes returns the non-nil nodes ordered by ID.

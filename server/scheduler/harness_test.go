@@ -20,6 +20,8 @@ type fakeState struct {
 	byJob  map[string][]*structs.Allocation
 	// sortedNodes caches Nodes in ID order, as go-memdb returns them.
 	sortedNodes []*structs.Node
+	// deployments by ID.
+	deployments map[string]*structs.Deployment
 }
 
 func newFakeState() *fakeState {
@@ -30,6 +32,8 @@ func newFakeState() *fakeState {
 		allocs: map[string]*structs.Allocation{},
 		byNode: map[string][]*structs.Allocation{},
 		byJob:  map[string][]*structs.Allocation{},
+
+		deployments: map[string]*structs.Deployment{},
 	}
 }
 
@@ -46,6 +50,15 @@ func (s *fakeState) Nodes() ([]*structs.Node, error) {
 func (s *fakeState) NodeByID(id string) (*structs.Node, error) { return s.nodes[id], nil }
 func (s *fakeState) JobByID(id string) (*structs.Job, error)   { return s.jobs[id], nil }
 func (s *fakeState) LatestIndex() (uint64, error)              { return s.index, nil }
+func (s *fakeState) LatestDeploymentByJobID(jobID string) (*structs.Deployment, error) {
+	var latest *structs.Deployment
+	for _, d := range s.deployments {
+		if d.JobID == jobID && (latest == nil || d.CreateIndex > latest.CreateIndex) {
+			latest = d
+		}
+	}
+	return latest, nil
+}
 
 func (s *fakeState) AllocsByJob(id string) ([]*structs.Allocation, error) {
 	return slices.Clone(s.byJob[id]), nil

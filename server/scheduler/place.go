@@ -179,6 +179,9 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 			}
 			m.CoalescedFailures = left - 1
 			m.Explanation = m.Explain()
+			if note := failureNote(req); note != "" {
+				m.Explanation += "; " + note
+			}
 			if claimed, evicted := c.preempt(plan, g, left, out); claimed > 0 {
 				m.AwaitingStops = claimed
 				m.Explanation += fmt.Sprintf("; %d of %d will fit once allocations being stopped release their resources", claimed, left)
@@ -215,6 +218,12 @@ func (c *evalCtx) placeGroup(plan *structs.Plan, reqs []placementRequest, out *a
 		}
 		if req.previous != nil {
 			a.PreviousAllocation = req.previous.ID
+		}
+		if req.deploymentID != "" {
+			a.DeploymentID = req.deploymentID
+			if req.canary {
+				a.DeploymentStatus = &structs.AllocDeploymentStatus{Canary: true}
+			}
 		}
 		plan.AppendAlloc(a)
 		placed = append(placed, a)

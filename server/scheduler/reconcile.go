@@ -24,6 +24,11 @@ type placementRequest struct {
 	// gangAttempt and gangRestarts are the GangInfo counters of a gang
 	// group's placement.
 	gangAttempt, gangRestarts int
+	// deploymentID is the deployment the placement belongs to; canary
+	// marks a canary, surge a new allocation placed beside the live one
+	// it replaces (max_unavailable = 0).
+	deploymentID  string
+	canary, surge bool
 }
 
 // reconcileResult is the difference between the job's desired allocations
@@ -76,6 +81,13 @@ type reconcileResult struct {
 //
 // Every index in [0, count) without a live or kept allocation is placed.
 func reconcile(job *structs.Job, allocs []*structs.Allocation, now int64) reconcileResult {
+	return reconcileDeployment(job, allocs, now, nil)
+}
+
+// reconcileDeployment is reconcile with the evaluation's deployment (nil:
+// none): the groups in it are reconciled under their update strategy (see
+// reconcileGroup and structs/deployment.go).
+func reconcileDeployment(job *structs.Job, allocs []*structs.Allocation, now int64, dp *deployPlan) reconcileResult {
 	var res reconcileResult
 	sorted := slices.Clone(allocs)
 	sort.SliceStable(sorted, func(i, j int) bool {
@@ -113,8 +125,9 @@ func reconcile(job *structs.Job, allocs []*structs.Allocation, now int64) reconc
 			reconcileGang(job, tg, byGroup[tg.Name], &res)
 			continue
 		}
-		reconcileGroup(job, tg, byGroup[tg.Name], now, &res)
+		reconcileGroup(job, tg, byGroup[tg.Name], now, dp.group(tg), &res)
 	}
+	dp.finish()
 	return res
 }
 
@@ -153,7 +166,28 @@ func usefulness(a *structs.Allocation) int {
 // stopped. A kept allocation that a drain migrates gets a replacement at its
 // slot. A slot left without a live allocation is placed, unless a failed
 // allocation is kept there.
-func reconcileGroup(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocation, now int64, res *reconcileResult) {
+//
+// With a deployment (gd not nil; the group's update strategy is rolling):
+// an unpromoted canary and a new allocation placed beside a live old one
+// that is not yet healthy are held out of the slot competition (the old
+// allocations keep their slots; a failed deployment stops them instead),
+// allocations that run the current version (or can be updated to it in
+// place) win slots over older ones, old allocations are replaced only
+// while the deployment runs and is past its canaries, at most max_parallel
+// less the allocations not yet healthy at a time, either stopped and
+// replaced (the default) or first joined by a new allocation at the same
+// index (max_unavailable = 0), and canaries are placed beside the old
+// allocations until promotion. Placements and in-place updates join the
+// deployment.
+func reconcileGroup(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocation, now int64, gd *groupDeploy, res *reconcileResult) {
+	live := map[string]bool{}
+	if gd != nil {
+		for _, a := range allocs {
+			if !a.TerminalStatus() {
+				live[a.ID] = true
+			}
+		}
+	}
 	// done marks slots whose batch allocation of the current version
 	// completed; keptFailed those a failed allocation keeps (no
 	// reschedule left, or waiting for its delay: waitDue).
@@ -195,6 +229,9 @@ func reconcileGroup(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.A
 			migrating[idx] = a
 			continue
 		}
+		if gd != nil && sameVersion(a, job) && gd.holdAside(a, live, res) {
+			continue
+		}
 		cands = append(cands, a)
 	}
 	for idx, fs := range failed {
@@ -218,6 +255,13 @@ func reconcileGroup(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.A
 	// The most useful first; allocs is in creation order, so a stable
 	// sort leaves the older of two equal allocations first.
 	sort.SliceStable(cands, func(i, j int) bool {
+		if gd != nil {
+			// The new version first: an old allocation gives its slot
+			// to a healthy new one.
+			if ci, cj := current(cands[i], job, tg), current(cands[j], job, tg); ci != cj {
+				return ci
+			}
+		}
 		ui, uj := usefulness(cands[i]), usefulness(cands[j])
 		if ui != uj {
 			return ui > uj
@@ -226,7 +270,11 @@ func reconcileGroup(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.A
 	})
 	if len(cands) > slots {
 		for _, a := range cands[slots:] {
-			res.stops = append(res.stops, stopRequest{a, descNotNeeded})
+			desc := descNotNeeded
+			if gd != nil && !current(a, job, tg) {
+				desc = descReplacedByHealthy
+			}
+			res.stops = append(res.stops, stopRequest{a, desc})
 		}
 		cands = cands[:slots]
 	}
@@ -253,6 +301,23 @@ func reconcileGroup(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.A
 			}
 		}
 	}
+	var depID string
+	budget := 0
+	if gd != nil {
+		depID = gd.id()
+		budget = gd.budget()
+		if gd.dp.isNew && tg.Update.Canary > 0 {
+			// Canaries only when old allocations are to be replaced, not
+			// for a first placement.
+			for _, a := range held {
+				if !current(a, job, tg) {
+					gd.st.DesiredCanaries = tg.Update.Canary
+					break
+				}
+			}
+		}
+	}
+	first := len(res.places)
 	for idx := 0; idx < tg.Count; idx++ {
 		if !isSlot(idx) {
 			continue
@@ -260,26 +325,46 @@ func reconcileGroup(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.A
 		a := held[idx]
 		switch {
 		case a == nil && migrating[idx] != nil:
-			res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: migrating[idx]})
+			res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: migrating[idx], deploymentID: depID})
 		case a == nil:
 			if due := waitDue[idx]; due > 0 && (res.rescheduleAt == 0 || due < res.rescheduleAt) {
 				res.rescheduleAt = due
 			}
 			if !keptFailed[idx] {
-				res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: previous[idx]})
+				res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: previous[idx], deploymentID: depID})
 			}
 		case a.DesiredTransition.Migrate:
 			// A migrating allocation that took a free slot is moved too.
-			res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: a})
+			res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: a, deploymentID: depID})
 		case sameVersion(a, job):
 		case placementUnaffected(a.Job, job, tg.Name):
 			u := a.Copy()
 			u.Job = job
+			if gd != nil {
+				gd.inplaceDeployment(u)
+			}
 			res.inplace = append(res.inplace, u)
+		case gd != nil:
+			if !gd.mayReplace() || gd.surging[a.ID] || budget <= 0 {
+				continue
+			}
+			budget--
+			if tg.Update.SurgeFirst() {
+				res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: a, deploymentID: depID, surge: true})
+				continue
+			}
+			res.stops = append(res.stops, stopRequest{a, descUpdating})
+			res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: a, deploymentID: depID})
 		default:
 			res.stops = append(res.stops, stopRequest{a, descUpdating})
 			res.places = append(res.places, placementRequest{tg: tg, index: idx, previous: a})
 		}
+	}
+	if gd != nil {
+		if len(res.places) > first {
+			gd.dp.used = true
+		}
+		gd.placeCanaries(tg, job, held, res)
 	}
 }
 

@@ -35,6 +35,8 @@ type State interface {
 	AllocsByNode(nodeID string) ([]*structs.Allocation, error)
 	// LatestIndex is the Raft index the snapshot reflects.
 	LatestIndex() (uint64, error)
+	// LatestDeploymentByJobID returns the job's newest deployment, or nil.
+	LatestDeploymentByJobID(jobID string) (*structs.Deployment, error)
 }
 
 // Planner commits plans and evaluation updates on the scheduler's behalf.

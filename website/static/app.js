@@ -273,6 +273,23 @@
       .catch(function (e) { flash('Stop failed: ' + e.message, true); });
   }
 
+  // Job versions and deployments.
+  function deploymentAction(what, id) {
+    var path = { promote: '/v1/deployment/promote/', fail: '/v1/deployment/fail/' }[what];
+    var body = what === 'promote' ? { DeploymentID: id, All: true } : { DeploymentID: id };
+    if (what === 'fail' && !window.confirm('Fail deployment ' + id.slice(0, 8) + '?')) { return; }
+    api('PUT', path + encodeURIComponent(id), body)
+      .then(function () { flash('Deployment ' + id.slice(0, 8) + (what === 'promote' ? ' promoted' : ' failed')); scheduleRefresh(); })
+      .catch(function (e) { flash('Deployment ' + what + ' failed: ' + e.message, true); });
+  }
+
+  function revertJob(id, version) {
+    if (!window.confirm('Revert job ' + id + ' to version ' + version + '?')) { return; }
+    api('PUT', '/v1/job/' + encodeURIComponent(id) + '/revert', { JobID: id, JobVersion: Number(version) })
+      .then(function () { flash('Job ' + id + ' reverted to version ' + version); scheduleRefresh(); })
+      .catch(function (e) { flash('Revert failed: ' + e.message, true); });
+  }
+
   function restartAlloc(id, method, path) {
     api(method || 'PUT', (path || '/v1/allocation/{id}/restart').replace('{id}', encodeURIComponent(id)), {})
       .then(function () { flash('Restarting allocation ' + id.slice(0, 8)); scheduleRefresh(); })
@@ -442,6 +459,9 @@
       case 'stop-job': stopJob(t.dataset.job, false); break;
       case 'purge-job': stopJob(t.dataset.job, true); break;
       case 'restart-alloc': restartAlloc(t.dataset.alloc, t.dataset.method, t.dataset.path); break;
+      case 'promote-deployment': deploymentAction('promote', t.dataset.deployment); break;
+      case 'fail-deployment': deploymentAction('fail', t.dataset.deployment); break;
+      case 'revert-job': revertJob(t.dataset.job, t.dataset.version); break;
       case 'run': doRun(); break;
       case 'token':
         var d = document.getElementById('token-dialog');

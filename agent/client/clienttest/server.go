@@ -183,6 +183,11 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		if u.LogArchive != "" {
 			n.LogArchive = u.LogArchive
 		}
+		if u.DeploymentStatus != nil && (n.DeploymentStatus == nil || n.DeploymentStatus.Healthy == nil) {
+			// The deployment health verdict is taken once, as the state
+			// store does.
+			n.DeploymentStatus = u.DeploymentStatus.Copy()
+		}
 		n.ModifyIndex = s.bump()
 		s.allocs[u.ID] = n
 		s.updates++

@@ -1,0 +1,49 @@
+package convert
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// TestDeploymentReads checks the renderings of issue 13's reads: a plan
+// keeps its rollout notes, a deployment its RequireProgressBy as a time
+// (zero before a placement), an allocation its health with an RFC 3339
+// time, and a job its update block and stability.
+func TestDeploymentReads(t *testing.T) {
+	plan := PlanRead("web", &structs.JobPlanResponse{Groups: []*structs.GroupPlan{{Name: "g", Queued: 1,
+		Notes: []string{"no room for a new copy beside the old ones: nothing stops until there is room"}}}})
+	if len(plan.Groups) != 1 || len(plan.Groups[0].Notes) != 1 {
+		t.Fatalf("plan notes lost: %+v", plan.Groups)
+	}
+	at := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	d := DeploymentFromStructs(&structs.Deployment{ID: "d", TaskGroups: map[string]*structs.DeploymentState{
+		"a": {RequireProgressBy: at.UnixNano(), PlacedCanaries: []string{"z", "y"}}, "b": {}}})
+	if !d.TaskGroups["a"].RequireProgressBy.Equal(at) || !d.TaskGroups["b"].RequireProgressBy.IsZero() || d.TaskGroups["a"].PlacedCanaries[0] != "y" {
+		t.Fatalf("deployment = %+v %+v", d.TaskGroups["a"], d.TaskGroups["b"])
+	}
+	yes := true
+	a := AllocRead(&structs.Allocation{ID: "x", DeploymentID: "d", ModifyIndex: 7,
+		DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &yes, Timestamp: at.UnixNano(), Canary: true}}, "global", false)
+	if a.DeploymentID != "d" || a.DeploymentStatus == nil || !*a.DeploymentStatus.Healthy || !a.DeploymentStatus.Timestamp.Equal(at) ||
+		!a.DeploymentStatus.Canary || a.DeploymentStatus.ModifyIndex != 7 {
+		t.Fatalf("alloc deployment status = %+v", a.DeploymentStatus)
+	}
+	b := EventBatchRead(&structs.EventBatch{Index: 3, Events: []*structs.Event{{Topic: structs.TopicDeployment, Type: structs.EventDeploymentStatusUpdate,
+		Key: "d", Index: 3, Payload: structs.EventPayload{Deployment: &structs.Deployment{ID: "d", Namespace: "ml"}}}}}, "global")
+	if raw := b.Events[0].Payload["Deployment"]; len(raw) == 0 || b.Events[0].Namespace != "ml" {
+		t.Fatalf("deployment event = %+v", b.Events[0])
+	}
+	zero := 0
+	j := JobRead(&structs.Job{ID: "web", Stable: true, TaskGroups: []*structs.TaskGroup{{Name: "g",
+		Update: &structs.UpdateStrategy{MaxParallel: 1, MaxUnavailable: &zero, MinHealthyTime: time.Minute}}}}, "global")
+	u := j.TaskGroups[0].Update
+	if !j.Stable || u == nil || u.MaxParallel != 1 || u.MaxUnavailable == nil || *u.MaxUnavailable != 0 || u.MinHealthyTime != time.Minute {
+		t.Fatalf("job read = stable %v update %+v", j.Stable, u)
+	}
+	back := JobToStructs(j)
+	if bu := back.TaskGroups[0].Update; bu == nil || bu.MaxUnavailable == nil || *bu.MaxUnavailable != 0 {
+		t.Fatalf("job to structs: update %+v", bu)
+	}
+}
