@@ -353,7 +353,10 @@ func (j *Job) DispatchProblems(payload []byte, meta map[string]string, token str
 		add("Payload: job %q forbids a payload", j.ID)
 	}
 	if len(meta) > MaxParameterizedMetaKeys {
+		// One problem per key would make the answer as large as the
+		// request: the count says it all.
 		add("Meta: at most %d keys, got %d", MaxParameterizedMetaKeys, len(meta))
+		return &ValidationError{Problems: p}
 	}
 	for _, k := range cfg.MetaRequired {
 		if _, ok := meta[k]; !ok {

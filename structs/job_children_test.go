@@ -2,6 +2,7 @@ package structs
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -135,4 +136,24 @@ func FuzzParseCron(f *testing.F) {
 			t.Fatalf("Next(%v) = %v for %q", start, n, spec)
 		}
 	})
+}
+
+// TestDispatchProblemsTooManyMetaKeys: a dispatch with far more meta keys
+// than allowed is refused for the count alone, not with one problem per
+// key (10,000 keys made 10,000 problems).
+func TestDispatchProblemsTooManyMetaKeys(t *testing.T) {
+	j := boundsJob()
+	j.ParameterizedJob = &ParameterizedJobConfig{Payload: DispatchPayloadOptional, MetaOptional: []string{"a"}}
+	meta := map[string]string{}
+	for i := range 10_000 {
+		meta[fmt.Sprint("k", i)] = "v"
+	}
+	err := j.DispatchProblems(nil, meta, "")
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "at most 64 keys, got 10000") {
+		t.Fatalf("DispatchProblems(10000 keys) = %v", err)
+	}
+	if len(ve.Problems) > 2 {
+		t.Fatalf("%d problems for too many keys, want the count alone: %v", len(ve.Problems), ve.Problems[:3])
+	}
 }
