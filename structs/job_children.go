@@ -368,7 +368,7 @@ func (j *Job) DispatchProblems(payload []byte, meta map[string]string, token str
 			add("Meta: key %q is neither in meta_required nor in meta_optional", clip(k))
 		}
 	}
-	p = append(p, mapProblems("Meta", meta)...)
+	p = append(p, envMapProblems("Meta", meta)...)
 	if len(token) > MaxIdempotencyTokenLength {
 		add("IdempotencyToken: at most %d bytes, got %d", MaxIdempotencyTokenLength, len(token))
 	}
