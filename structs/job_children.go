@@ -105,6 +105,11 @@ func (p *PeriodicConfig) Location() (*time.Location, error) {
 	if p == nil || p.TimeZone == "" {
 		return time.UTC, nil
 	}
+	if p.TimeZone == "Local" {
+		// LoadLocation's "Local" is the zone of the host that reads it:
+		// each leader would launch at other times.
+		return nil, fmt.Errorf("time zone %q is the host's own; name the zone (e.g. \"Europe/Berlin\")", p.TimeZone)
+	}
 	return time.LoadLocation(p.TimeZone)
 }
 
@@ -175,7 +180,11 @@ func (p *PeriodicConfig) problems() []string {
 		}
 	}
 	if _, err := p.Location(); err != nil {
-		add("periodic: time_zone: unknown time zone %q", clip(p.TimeZone))
+		if p.TimeZone == "Local" {
+			add("periodic: time_zone: %q is each server's own zone, so a new leader would launch at other times; name the zone, e.g. \"America/New_York\"", p.TimeZone)
+		} else {
+			add("periodic: time_zone: unknown time zone %q", clip(p.TimeZone))
+		}
 	}
 	return out
 }

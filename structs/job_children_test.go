@@ -25,6 +25,10 @@ func TestChildrenValidation(t *testing.T) {
 		{"too many crons", func(j *Job) { j.Periodic = &PeriodicConfig{Specs: make([]string, 33)} }, "periodic: crons: at most 32"},
 		{"spec type", func(j *Job) { j.Periodic = &PeriodicConfig{Spec: "@daily", SpecType: "rrule"} }, "periodic: spec_type"},
 		{"time zone", func(j *Job) { j.Periodic = &PeriodicConfig{Spec: "@daily", TimeZone: "Nowhere/Else"} }, "periodic: time_zone"},
+		// The host's own zone differs between servers: a failover would
+		// move the schedule.
+		{"time zone Local", func(j *Job) { j.Periodic = &PeriodicConfig{Spec: "@daily", TimeZone: "Local"} }, `periodic: time_zone: "Local" is each server's own zone`},
+		{"time zone path", func(j *Job) { j.Periodic = &PeriodicConfig{Spec: "@daily", TimeZone: "../../etc/passwd"} }, "periodic: time_zone: unknown"},
 		{"service", func(j *Job) { j.Type = JobTypeService; j.Periodic = &PeriodicConfig{Spec: "@daily"} }, "type: a periodic job must be"},
 		{"both kinds", func(j *Job) {
 			j.Periodic = &PeriodicConfig{Spec: "@daily"}
