@@ -82,6 +82,12 @@ func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, log hclog.
 			log.Warn("periodic job has a bad schedule", "job_id", j.ID, "error", err)
 			continue
 		}
+		if !due.IsZero() && s.heldQueueFull(j) != nil {
+			// The held queue is full: launch nothing and record nothing;
+			// once children have run, the most recent missed time is
+			// launched, as after a leader's absence.
+			due = time.Time{}
+		}
 		if !due.IsZero() {
 			res, _, _, err := s.launchPeriodic(j, due.Unix(), false)
 			if err != nil {

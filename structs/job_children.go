@@ -48,6 +48,12 @@ const (
 	MaxIdempotencyTokenLength = 256
 	// MaxRunningChildrenLimit is the largest max_running_children.
 	MaxRunningChildrenLimit = 100_000
+	// MaxHeldChildren is how many children of one parent may wait held
+	// (max_running_children) at once, the default of the server's
+	// Config.MaxHeldChildren. Held children are never garbage-collected,
+	// so without it a cron firing every second behind a long-running
+	// child would add 86,400 jobs a day.
+	MaxHeldChildren = 10_000
 	// maxDispatchFileLength caps dispatch_payload's file, in bytes.
 	maxDispatchFileLength = 256
 )
