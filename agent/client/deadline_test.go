@@ -238,6 +238,36 @@ func TestMaxRunDurationHoldsAcrossClientRestart(t *testing.T) {
 			t.Errorf("task started although its deadline had passed: %s", clienttest.DescribeTaskStates(got.TaskStates))
 		}
 	})
+	// The wall clock moved back while the client was down: a recorded
+	// start an hour in the future would push the deadline an hour out.
+	t.Run("start in the future is taken as now", func(t *testing.T) {
+		srv := clienttest.NewServer()
+		dir := t.TempDir()
+		c1 := newTestClient(t, srv, dir, nil)
+		nodeID := c1.Node().ID
+		if err := c1.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		a := sleepAlloc(nodeID, 3*time.Second)
+		st, err := openState(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.putAllocStart(a.ID, time.Now().Add(time.Hour).UnixNano()); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.close(); err != nil {
+			t.Fatal(err)
+		}
+		srv.UpsertAlloc(a)
+		before := time.Now()
+		newTestClient(t, srv, dir, nil)
+		got := srv.WaitForAlloc(t, a.ID, 20*time.Second, terminal)
+		checkDeadlineFailed(t, got, "main", 3*time.Second)
+		if dl := time.Unix(0, got.TaskStates["main"].Deadline); dl.After(before.Add(time.Minute)) {
+			t.Errorf("deadline %v, want about 3 s after the client started (%v)", dl, before)
+		}
+	})
 	t.Run("starts of allocations gone are pruned", func(t *testing.T) {
 		srv := clienttest.NewServer()
 		dir := t.TempDir()
