@@ -131,13 +131,18 @@ type deadlineState struct {
 // expire tells the task its deadline passed.
 func (d *deadlineState) expire() { d.expireOnce.Do(func() { close(d.expireCh) }) }
 
-// expired reports whether the task's deadline passed.
+// expired reports whether the task's deadline passed: the alloc runner's
+// timer fired, or the clock is past it already. The timer of a deadline
+// already past fires "at once" on a goroutine of its own, which a loaded
+// host may not run before the task runner's check, so the clock is read
+// too (a task whose deadline passed while the client was down started in
+// a loaded make test).
 func (d *deadlineState) expired() bool {
 	select {
 	case <-d.expireCh:
 		return true
 	default:
-		return false
+		return !d.deadline.IsZero() && !time.Now().Before(d.deadline)
 	}
 }
 

@@ -348,3 +348,22 @@ func TestMaxRunDurationCutsPrestart(t *testing.T) {
 		t.Fatalf("final state %+v, want dead and failed", final)
 	}
 }
+
+// TestDeadlineExpiredBeforeItsTimerRuns: a deadline already past counts as
+// expired even before the alloc runner's timer goroutine has run (on a
+// loaded host it may not have), so a task runner never starts a task whose
+// deadline passed while the client was down.
+func TestDeadlineExpiredBeforeItsTimerRuns(t *testing.T) {
+	d := &deadlineState{maxRun: time.Minute, deadline: time.Now().Add(-time.Second), expireCh: make(chan struct{})}
+	if !d.expired() {
+		t.Fatal("a deadline a second ago is not expired until its timer fires")
+	}
+	future := &deadlineState{maxRun: time.Minute, deadline: time.Now().Add(time.Hour), expireCh: make(chan struct{})}
+	if future.expired() {
+		t.Fatal("a deadline an hour away is expired")
+	}
+	none := &deadlineState{expireCh: make(chan struct{})}
+	if none.expired() {
+		t.Fatal("no deadline is expired")
+	}
+}
