@@ -6,7 +6,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"github.com/gpulayer/gpulayer/server/servertest"
 	"github.com/gpulayer/gpulayer/state/statetest"
 	"github.com/gpulayer/gpulayer/structs"
@@ -115,5 +117,57 @@ func TestUpdateAllocsConcurrentCallersAllApplied(t *testing.T) {
 	}
 	if len(evals) <= len(evalsBefore) {
 		t.Fatalf("no evaluation for the failed service allocation: %d before, %d after", len(evalsBefore), len(evals))
+	}
+}
+
+// TestUpdateAllocsMalformedRefusedBeforeRaft: a client update with a null
+// task state or event, or an unknown client status, is refused to its
+// caller before it takes a Raft entry. A null state used to reach the
+// FSM, be refused there after committing, and, merged with other nodes'
+// updates, make the whole merged entry fail and each of them be applied
+// again alone; an unknown status ("bogus") was stored.
+func TestUpdateAllocsMalformedRefusedBeforeRaft(t *testing.T) {
+	s := servertest.NewServer(t)
+	node := statetest.Node(0)
+	if _, err := s.NodeRegister(ctxT(t), node); err != nil {
+		t.Fatal(err)
+	}
+	job := statetest.BatchJob(0)
+	if _, err := s.JobRegister(ctxT(t), job); err != nil {
+		t.Fatal(err)
+	}
+	alloc := runningAllocs(t, s, job.ID, 1)[0]
+	// Nothing else writes once the job's evaluation is done.
+	waittest.NoErr(t, 10*time.Second, "evaluation of "+job.ID+" complete", func() (bool, error) {
+		evals, _, err := s.JobEvaluations(ctxT(t), job.ID, nil)
+		done := len(evals) > 0
+		for _, e := range evals {
+			done = done && e.Status == structs.EvalStatusComplete
+		}
+		return done, err
+	})
+	lastIndex := func() string { return s.Stats()["raft.last_log_index"] }
+	cases := map[string]*structs.Allocation{
+		`state of task "t" is null`: {ID: alloc.ID, ClientStatus: structs.AllocClientStatusRunning, TaskStates: map[string]*structs.TaskState{"t": nil}},
+		`event 0 is null`: {ID: alloc.ID, ClientStatus: structs.AllocClientStatusRunning,
+			TaskStates: map[string]*structs.TaskState{"t": {State: structs.TaskStateRunning, Events: []*structs.TaskEvent{nil}}}},
+		`unknown client status "bogus"`: {ID: alloc.ID, ClientStatus: "bogus"},
+	}
+	for want, upd := range cases {
+		before := lastIndex()
+		err := s.UpdateAllocs(ctxT(t), []*structs.Allocation{upd})
+		if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: UpdateAllocs = %v", want, err)
+		}
+		if after := lastIndex(); after != before {
+			t.Errorf("%s: took Raft entries: last index %s, then %s", want, before, after)
+		}
+	}
+	got, _, err := s.AllocGet(ctxT(t), alloc.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ClientStatus == "bogus" {
+		t.Fatal("an unknown client status was stored")
 	}
 }

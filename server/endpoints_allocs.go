@@ -50,9 +50,20 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		if a == nil || a.ID == "" {
 			return fmt.Errorf("update allocs: %w: allocation without ID", structs.ErrInvalid)
 		}
-		// Only the client's fields travel through Raft.
+		// Only the client's fields travel through Raft. What the FSM
+		// would refuse is refused here, to this caller alone: in the FSM
+		// it would fail the merged entry of every caller batched with it.
 		if err := structs.CheckAllocArtifacts(a); err != nil {
 			return fmt.Errorf("update allocs: %w", err)
+		}
+		if err := (&structs.Allocation{ID: a.ID, TaskStates: a.TaskStates}).CheckWellFormed(); err != nil {
+			return fmt.Errorf("update allocs: %w", err)
+		}
+		switch a.ClientStatus {
+		case "", structs.AllocClientStatusPending, structs.AllocClientStatusRunning, structs.AllocClientStatusComplete,
+			structs.AllocClientStatusFailed, structs.AllocClientStatusLost:
+		default:
+			return fmt.Errorf("update allocs: %w: allocation %q: unknown client status %q", structs.ErrInvalid, a.ID, clipStatus(a.ClientStatus))
 		}
 		upd := &structs.Allocation{ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
 			Outputs: a.Copy().Outputs, LogArchive: a.LogArchive}
@@ -201,4 +212,12 @@ func ambiguous(kind, prefix string, ids []string) error {
 func hasReschedulePolicy(job *structs.Job, group string) bool {
 	tg := job.LookupTaskGroup(group)
 	return tg != nil && tg.ReschedulePolicy != nil
+}
+
+// clipStatus shortens a client status for an error message.
+func clipStatus(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
 }

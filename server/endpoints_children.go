@@ -6,6 +6,7 @@ import (
 	"maps"
 	"time"
 
+	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -90,6 +91,9 @@ func (s *Server) JobDispatch(ctx context.Context, req *JobDispatchRequest) (*Job
 			}
 		}
 	}
+	if err := s.heldQueueFull(parent); err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	child := parent.NewChild(structs.DispatchChildID(parent.ID, now.Unix(), structs.GenerateUUID()))
 	child.Dispatched = true
@@ -156,6 +160,9 @@ func (s *Server) PeriodicForce(ctx context.Context, jobID string) (*PeriodicForc
 	if parent.Stop {
 		return nil, &structs.ValidationError{Problems: []string{fmt.Sprintf("job %q is stopped; run it again to launch it", jobID)}}
 	}
+	if err := s.heldQueueFull(parent); err != nil {
+		return nil, err
+	}
 	res, eval, index, err := s.launchPeriodic(parent, s.periodicNow().Unix(), true)
 	if err != nil {
 		return nil, err
@@ -194,6 +201,37 @@ func (s *Server) launchPeriodic(parent *structs.Job, launch int64, forced bool) 
 		s.enqueueChildEval(eval, index)
 	}
 	return res, eval, index, nil
+}
+
+// heldQueueFull returns a *structs.ValidationError when parent, which has
+// a max_running_children, already has Config.MaxHeldChildren children
+// held, and nil otherwise. The leader checks before it proposes a child
+// (the FSM does not: a limit of the leader's config must not decide what
+// the log means); a race past it by a few children is harmless.
+func (s *Server) heldQueueFull(parent *structs.Job) error {
+	if parent.MaxRunningChildren == 0 {
+		return nil
+	}
+	limit := s.config.MaxHeldChildren
+	if limit <= 0 {
+		limit = structs.MaxHeldChildren
+	}
+	children, err := s.fsm.State().JobChildren(nil, parent.ID)
+	if err != nil {
+		return fmt.Errorf("children of %q: %w", parent.ID, err)
+	}
+	held := 0
+	for _, c := range children {
+		if state.ChildWaiting(c) {
+			held++
+		}
+	}
+	if held < limit {
+		return nil
+	}
+	return &structs.ValidationError{Problems: []string{fmt.Sprintf(
+		"job %q has %d held children waiting for max_running_children = %d, the most this server keeps; try again when some have run",
+		parent.ID, held, parent.MaxRunningChildren)}}
 }
 
 // childEval is the pending evaluation of a new or released child.

@@ -36,9 +36,10 @@ const (
 // their cron times until ctx ends (leadership lost).
 func (s *Server) periodicLoop(ctx context.Context) {
 	log := s.logger.Named("periodic")
+	nexts := map[string]periodicNext{}
 	for ctx.Err() == nil {
 		ws := memdb.NewWatchSet()
-		wait, err := s.periodicPass(ctx, ws, log)
+		wait, err := s.periodicPass(ctx, ws, log, nexts)
 		if err != nil && ctx.Err() == nil {
 			log.Warn("periodic launch pass failed", "error", err)
 			wait = periodicRetry
@@ -47,11 +48,23 @@ func (s *Server) periodicLoop(ctx context.Context) {
 	}
 }
 
+// periodicNext is the next cron time the launcher computed for a job, and
+// what it was computed from: the job's ModifyIndex and its recorded last
+// launch. Until either changes or the clock reaches next, nothing of the
+// job is due, and its crons are not walked again (32 crons that never
+// fire cost about 2 ms a job, every pass).
+type periodicNext struct {
+	modifyIndex uint64
+	lastLaunch  int64
+	next        time.Time // zero: no cron fires again
+}
+
 // periodicPass launches what is due and returns how long to wait before
 // the next cron time (at most periodicMaxWait), or 0 when no periodic job
 // is active (the loop then waits for a change). ws watches the jobs and
-// launch tables.
-func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, log hclog.Logger) (time.Duration, error) {
+// launch tables. nexts caches each active job's next cron time across
+// passes; jobs no longer active are dropped from it.
+func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, log hclog.Logger, nexts map[string]periodicNext) (time.Duration, error) {
 	st := s.fsm.State()
 	// A snapshot restore replaces the store: wake up and read the new one.
 	ws.Add(st.AbandonCh())
@@ -64,6 +77,14 @@ func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, log hclog.
 	}
 	wait, active := periodicMaxWait, false
 	var firstErr error
+	seen := map[string]bool{}
+	defer func() {
+		for id := range nexts {
+			if !seen[id] {
+				delete(nexts, id)
+			}
+		}
+	}()
 	for _, j := range jobs {
 		if ctx.Err() != nil {
 			return wait, nil
@@ -72,15 +93,37 @@ func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, log hclog.
 			continue
 		}
 		active = true
+		seen[j.ID] = true
 		rec, err := st.PeriodicLaunchByID(nil, j.ID)
 		if err != nil {
 			return 0, err
 		}
+		var last int64
+		if rec != nil {
+			last = rec.Launch
+		}
 		now := s.periodicNow()
-		due, next, err := periodicDue(j, rec, now)
+		if c, ok := nexts[j.ID]; ok && c.modifyIndex == j.ModifyIndex && c.lastLaunch == last && (c.next.IsZero() || now.Before(c.next)) {
+			if !c.next.IsZero() {
+				wait = min(wait, max(c.next.Sub(now), time.Millisecond))
+			}
+			continue
+		}
+		due, next, err := periodicDueFn(j, rec, now)
 		if err != nil {
 			log.Warn("periodic job has a bad schedule", "job_id", j.ID, "error", err)
 			continue
+		}
+		if due.IsZero() {
+			nexts[j.ID] = periodicNext{modifyIndex: j.ModifyIndex, lastLaunch: last, next: next}
+		} else {
+			delete(nexts, j.ID)
+		}
+		if !due.IsZero() && s.heldQueueFull(j) != nil {
+			// The held queue is full: launch nothing and record nothing;
+			// once children have run, the most recent missed time is
+			// launched, as after a leader's absence.
+			due = time.Time{}
 		}
 		if !due.IsZero() {
 			res, _, _, err := s.launchPeriodic(j, due.Unix(), false)
@@ -104,6 +147,9 @@ func (s *Server) periodicPass(ctx context.Context, ws memdb.WatchSet, log hclog.
 	}
 	return wait, firstErr
 }
+
+// periodicDueFn is periodicDue; tests count its calls.
+var periodicDueFn = periodicDue
 
 // periodicDue returns the cron time of job to launch now (the most recent
 // one after both the recorded last launch rec and the job's SubmitTime, at

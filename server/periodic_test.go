@@ -345,3 +345,66 @@ func TestPeriodicRestartLaunchesTheLatestMissedOnce(t *testing.T) {
 		t.Fatalf("children %v after the restart settled, want 2", got)
 	}
 }
+
+// TestHeldChildrenCapped: a parent with max_running_children keeps at most
+// Config.MaxHeldChildren children held. Past it a dispatch and a forced
+// launch are refused naming why, and a scheduled launch waits (nothing is
+// launched or recorded); held children are never garbage-collected, so a
+// cron firing every second behind one long child grew the state without
+// bound.
+func TestHeldChildrenCapped(t *testing.T) {
+	clock := &fakeClock{now: time.Now()}
+	s := servertest.NewServer(t, servertest.WithConfig(func(c *server.Config) {
+		c.PeriodicClock = clock.Now
+		c.MaxHeldChildren = 2
+	}))
+	job := parameterizedJob(1)
+	if _, err := s.JobRegister(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	dispatch := func(i int) (*server.JobDispatchResponse, error) {
+		return s.JobDispatch(context.Background(), &server.JobDispatchRequest{JobID: job.ID, Meta: map[string]string{"input": fmt.Sprint(i)},
+			IdempotencyToken: fmt.Sprint("tok-", i)})
+	}
+	for i := range 3 { // one runs, two are held
+		if _, err := dispatch(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := dispatch(3)
+	if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "2 held children waiting") {
+		t.Fatalf("dispatch past the held cap: %v", err)
+	}
+	// A repeated token still names its child.
+	if r, err := dispatch(1); err != nil || r.DispatchedJobID == "" {
+		t.Fatalf("repeated token: %+v, %v", r, err)
+	}
+
+	pj := periodicJob(false)
+	pj.MaxRunningChildren = 1
+	if _, err := s.JobRegister(context.Background(), pj); err != nil {
+		t.Fatal(err)
+	}
+	slot := nextMinute(time.Unix(0, mustJob(t, s, pj.ID).SubmitTime))
+	var want []string
+	for i := range 3 { // slot 0 runs, slots 1 and 2 are held
+		at := slot.Add(time.Duration(i) * time.Minute)
+		clock.Set(at.Add(time.Second))
+		want = append(want, structs.PeriodicChildID(pj.ID, at.Unix()))
+		waitChildren(t, func() *server.Server { return s }, pj.ID, want...)
+	}
+	if _, err := s.PeriodicForce(context.Background(), pj.ID); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "held children") {
+		t.Fatalf("forced launch past the held cap: %v", err)
+	}
+	full := slot.Add(3 * time.Minute)
+	clock.Set(full.Add(time.Second))
+	// Give the launcher passes to (wrongly) launch slot 3; it wakes at
+	// least every second.
+	time.Sleep(2500 * time.Millisecond)
+	if got := childIDs(t, s, pj.ID); !slices.Equal(got, want) {
+		t.Fatalf("children %v past the held cap, want %v", got, want)
+	}
+	if l, err := s.State().PeriodicLaunchByID(nil, pj.ID); err != nil || l == nil || l.Launch >= full.Unix() {
+		t.Fatalf("launch record %+v, %v: a skipped slot was recorded", l, err)
+	}
+}

@@ -126,6 +126,9 @@ type Config struct {
 	// PeriodicClock is the clock the leader's periodic launcher reads
 	// (periodic.go); nil is time.Now. Tests inject one.
 	PeriodicClock func() time.Time
+	// MaxHeldChildren caps the held children of one parent
+	// (endpoints_children.go); 0 is structs.MaxHeldChildren.
+	MaxHeldChildren int
 
 	// Cluster membership (see membership.go and doc.go).
 

@@ -1,6 +1,10 @@
 package structs
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
 
 // Sentinel errors shared by every layer. Callers wrap them with %w and test
 // them with errors.Is; the HTTP layer maps them to status codes.
@@ -38,16 +42,31 @@ type ValidationError struct {
 	Problems []string
 }
 
-// Error joins the problems, one per line.
+// MaxShownProblems caps the problems ValidationError.Error lists; the
+// rest are counted ("... and N more problems"). Problems come from client
+// input (one per bad key of a map, say), so the message must stay small
+// however many there are.
+const MaxShownProblems = 50
+
+// Error joins the problems, one per line: at most MaxShownProblems of
+// them, then how many more there were. It takes time linear in what it
+// shows.
 func (e *ValidationError) Error() string {
-	s := "invalid job:"
+	const head = "invalid job:"
 	if len(e.Problems) == 1 {
-		return s + " " + e.Problems[0]
+		return head + " " + e.Problems[0]
 	}
-	for _, p := range e.Problems {
-		s += "\n  * " + p
+	var b strings.Builder
+	b.WriteString(head)
+	for i, p := range e.Problems {
+		if i == MaxShownProblems {
+			fmt.Fprintf(&b, "\n  * ... and %d more problems", len(e.Problems)-i)
+			break
+		}
+		b.WriteString("\n  * ")
+		b.WriteString(p)
 	}
-	return s
+	return b.String()
 }
 
 // Is reports whether target is ErrInvalid.

@@ -480,7 +480,7 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	}
 	p = append(p, rescheduleBoundProblems(tg.ReschedulePolicy)...)
 	p = append(p, deadlineProblems(jobType, tg)...)
-	p = append(p, mapProblems("meta", tg.Meta)...)
+	p = append(p, envMapProblems("meta", tg.Meta)...)
 	p = append(p, groupNetworkProblems(tg)...)
 	p = append(p, groupServiceProblems(tg)...)
 	p = append(p, listProblems("", len(tg.Constraints), len(tg.Affinities))...)

@@ -48,6 +48,12 @@ const (
 	MaxIdempotencyTokenLength = 256
 	// MaxRunningChildrenLimit is the largest max_running_children.
 	MaxRunningChildrenLimit = 100_000
+	// MaxHeldChildren is how many children of one parent may wait held
+	// (max_running_children) at once, the default of the server's
+	// Config.MaxHeldChildren. Held children are never garbage-collected,
+	// so without it a cron firing every second behind a long-running
+	// child would add 86,400 jobs a day.
+	MaxHeldChildren = 10_000
 	// maxDispatchFileLength caps dispatch_payload's file, in bytes.
 	maxDispatchFileLength = 256
 )
@@ -104,6 +110,11 @@ func (p *PeriodicConfig) AllSpecs() []string {
 func (p *PeriodicConfig) Location() (*time.Location, error) {
 	if p == nil || p.TimeZone == "" {
 		return time.UTC, nil
+	}
+	if p.TimeZone == "Local" {
+		// LoadLocation's "Local" is the zone of the host that reads it:
+		// each leader would launch at other times.
+		return nil, fmt.Errorf("time zone %q is the host's own; name the zone (e.g. \"Europe/Berlin\")", p.TimeZone)
 	}
 	return time.LoadLocation(p.TimeZone)
 }
@@ -175,7 +186,11 @@ func (p *PeriodicConfig) problems() []string {
 		}
 	}
 	if _, err := p.Location(); err != nil {
-		add("periodic: time_zone: unknown time zone %q", clip(p.TimeZone))
+		if p.TimeZone == "Local" {
+			add("periodic: time_zone: %q is each server's own zone, so a new leader would launch at other times; name the zone, e.g. \"America/New_York\"", p.TimeZone)
+		} else {
+			add("periodic: time_zone: unknown time zone %q", clip(p.TimeZone))
+		}
 	}
 	return out
 }
@@ -353,7 +368,10 @@ func (j *Job) DispatchProblems(payload []byte, meta map[string]string, token str
 		add("Payload: job %q forbids a payload", j.ID)
 	}
 	if len(meta) > MaxParameterizedMetaKeys {
+		// One problem per key would make the answer as large as the
+		// request: the count says it all.
 		add("Meta: at most %d keys, got %d", MaxParameterizedMetaKeys, len(meta))
+		return &ValidationError{Problems: p}
 	}
 	for _, k := range cfg.MetaRequired {
 		if _, ok := meta[k]; !ok {
@@ -365,7 +383,7 @@ func (j *Job) DispatchProblems(payload []byte, meta map[string]string, token str
 			add("Meta: key %q is neither in meta_required nor in meta_optional", clip(k))
 		}
 	}
-	p = append(p, mapProblems("Meta", meta)...)
+	p = append(p, envMapProblems("Meta", meta)...)
 	if len(token) > MaxIdempotencyTokenLength {
 		add("IdempotencyToken: at most %d bytes, got %d", MaxIdempotencyTokenLength, len(token))
 	}

@@ -2,6 +2,7 @@ package structs
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,10 @@ func TestChildrenValidation(t *testing.T) {
 		{"too many crons", func(j *Job) { j.Periodic = &PeriodicConfig{Specs: make([]string, 33)} }, "periodic: crons: at most 32"},
 		{"spec type", func(j *Job) { j.Periodic = &PeriodicConfig{Spec: "@daily", SpecType: "rrule"} }, "periodic: spec_type"},
 		{"time zone", func(j *Job) { j.Periodic = &PeriodicConfig{Spec: "@daily", TimeZone: "Nowhere/Else"} }, "periodic: time_zone"},
+		// The host's own zone differs between servers: a failover would
+		// move the schedule.
+		{"time zone Local", func(j *Job) { j.Periodic = &PeriodicConfig{Spec: "@daily", TimeZone: "Local"} }, `periodic: time_zone: "Local" is each server's own zone`},
+		{"time zone path", func(j *Job) { j.Periodic = &PeriodicConfig{Spec: "@daily", TimeZone: "../../etc/passwd"} }, "periodic: time_zone: unknown"},
 		{"service", func(j *Job) { j.Type = JobTypeService; j.Periodic = &PeriodicConfig{Spec: "@daily"} }, "type: a periodic job must be"},
 		{"both kinds", func(j *Job) {
 			j.Periodic = &PeriodicConfig{Spec: "@daily"}
@@ -135,4 +140,24 @@ func FuzzParseCron(f *testing.F) {
 			t.Fatalf("Next(%v) = %v for %q", start, n, spec)
 		}
 	})
+}
+
+// TestDispatchProblemsTooManyMetaKeys: a dispatch with far more meta keys
+// than allowed is refused for the count alone, not with one problem per
+// key (10,000 keys made 10,000 problems).
+func TestDispatchProblemsTooManyMetaKeys(t *testing.T) {
+	j := boundsJob()
+	j.ParameterizedJob = &ParameterizedJobConfig{Payload: DispatchPayloadOptional, MetaOptional: []string{"a"}}
+	meta := map[string]string{}
+	for i := range 10_000 {
+		meta[fmt.Sprint("k", i)] = "v"
+	}
+	err := j.DispatchProblems(nil, meta, "")
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !strings.Contains(err.Error(), "at most 64 keys, got 10000") {
+		t.Fatalf("DispatchProblems(10000 keys) = %v", err)
+	}
+	if len(ve.Problems) > 2 {
+		t.Fatalf("%d problems for too many keys, want the count alone: %v", len(ve.Problems), ve.Problems[:3])
+	}
 }

@@ -131,6 +131,28 @@ func mapProblems(field string, m map[string]string) []string {
 	return p
 }
 
+// envMapProblems is mapProblems for a map whose values reach a task's
+// environment (meta as NOMAD_META_*, env): a value may not hold a NUL
+// byte, which no environment variable can (the task would fail to start
+// with "environment variable contains NUL").
+func envMapProblems(field string, m map[string]string) []string {
+	p := mapProblems(field, m)
+	if len(m) > MaxMapEntries {
+		return p
+	}
+	keys := make([]string, 0, len(m))
+	for k, v := range m {
+		if strings.ContainsRune(v, 0) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		p = append(p, fmt.Sprintf("%s: key %q: value contains a NUL byte, which an environment variable cannot hold", field, clip(k)))
+	}
+	return p
+}
+
 // fieldProblems returns the problems of a job's own names, maps and
 // lists (its groups are checked by TaskGroup.validate).
 func (j *Job) fieldProblems() []string {
@@ -150,7 +172,7 @@ func (j *Job) fieldProblems() []string {
 			}
 		}
 	}
-	p = append(p, mapProblems("meta", j.Meta)...)
+	p = append(p, envMapProblems("meta", j.Meta)...)
 	p = append(p, listProblems("", len(j.Constraints), len(j.Affinities))...)
 	if len(j.TaskGroups) > MaxMapEntries {
 		p = append(p, fmt.Sprintf("group: at most %d groups, got %d", MaxMapEntries, len(j.TaskGroups)))
@@ -243,8 +265,8 @@ func taskBoundProblems(t *Task) []string {
 			p = append(p, listProblems(fmt.Sprintf("resources: device %q: ", clip(d.Name)), len(d.Constraints), len(d.Affinities))...)
 		}
 	}
-	p = append(p, mapProblems("meta", t.Meta)...)
-	p = append(p, mapProblems("env", t.Env)...)
+	p = append(p, envMapProblems("meta", t.Meta)...)
+	p = append(p, envMapProblems("env", t.Env)...)
 	p = append(p, listProblems("", len(t.Constraints), len(t.Affinities))...)
 	if msg := driverConfigSizeProblem(t.Config); msg != "" {
 		p = append(p, "config: "+msg)

@@ -122,3 +122,33 @@ func TestValidateNodeFields(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvMapNULRefused: a meta or env value with a NUL byte, which can
+// never be an environment variable, is refused at submission and at
+// dispatch naming the field and key (a dispatch with Meta {"k": "a\x00b"}
+// was accepted and its task failed to start with "environment variable
+// contains NUL").
+func TestEnvMapNULRefused(t *testing.T) {
+	cases := map[string]func(j *Job){
+		`meta: key "k"`:             func(j *Job) { j.Meta = map[string]string{"k": "a\x00b"} },
+		`group "g": meta: key "k"`:  func(j *Job) { j.TaskGroups[0].Meta = map[string]string{"k": "\x00"} },
+		`task "t": meta: key "k"`:   func(j *Job) { j.TaskGroups[0].Tasks[0].Meta = map[string]string{"k": "x\x00"} },
+		`task "t": env: key "PATH"`: func(j *Job) { j.TaskGroups[0].Tasks[0].Env = map[string]string{"PATH": "/bin\x00/evil"} },
+	}
+	for want, mutate := range cases {
+		j := boundsJob()
+		mutate(j)
+		err := j.Validate()
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "NUL") {
+			t.Errorf("%s: Validate = %v", want, err)
+		}
+	}
+	j := boundsJob()
+	j.ParameterizedJob = &ParameterizedJobConfig{Payload: DispatchPayloadOptional, MetaOptional: []string{"k"}}
+	if err := j.DispatchProblems(nil, map[string]string{"k": "a\nb\x00"}, ""); err == nil || !strings.Contains(err.Error(), `Meta: key "k": value contains a NUL byte`) {
+		t.Fatalf("dispatch with a NUL in meta: %v", err)
+	}
+	if err := j.DispatchProblems(nil, map[string]string{"k": "a\nNOMAD_TOKEN=x"}, ""); err != nil {
+		t.Fatalf("a newline is a valid value: %v", err)
+	}
+}

@@ -47,8 +47,9 @@ func (c *Client) pruneAllocStarts() {
 }
 
 // allocStart returns when the allocation started on this client: the
-// start an earlier life recorded, else now, recorded. It records nothing,
-// and returns the zero time, when no task of tg has a max_run_duration.
+// start an earlier life recorded (unless it is in the future), else now,
+// recorded. It records nothing, and returns the zero time, when no task
+// of tg has a max_run_duration.
 func (ar *allocRunner) allocStart(tg *structs.TaskGroup) time.Time {
 	need := false
 	for _, t := range tg.Tasks {
@@ -59,10 +60,13 @@ func (ar *allocRunner) allocStart(tg *structs.TaskGroup) time.Time {
 	if !need {
 		return time.Time{}
 	}
-	if ar.priorStart != 0 {
+	now := time.Now()
+	if ar.priorStart != 0 && ar.priorStart <= now.UnixNano() {
 		return time.Unix(0, ar.priorStart)
 	}
-	now := time.Now()
+	// No start recorded, or one in the future: the wall clock moved back
+	// while the client was down, and measuring from that start would
+	// give the task that much more than its max_run_duration. Now it is.
 	if err := ar.c.state.putAllocStart(ar.alloc.ID, now.UnixNano()); err != nil {
 		ar.logger.Error("record allocation start; a client restart will measure max_run_duration from its own start", "error", err)
 	}
@@ -127,13 +131,18 @@ type deadlineState struct {
 // expire tells the task its deadline passed.
 func (d *deadlineState) expire() { d.expireOnce.Do(func() { close(d.expireCh) }) }
 
-// expired reports whether the task's deadline passed.
+// expired reports whether the task's deadline passed: the alloc runner's
+// timer fired, or the clock is past it already. The timer of a deadline
+// already past fires "at once" on a goroutine of its own, which a loaded
+// host may not run before the task runner's check, so the clock is read
+// too (a task whose deadline passed while the client was down started in
+// a loaded make test).
 func (d *deadlineState) expired() bool {
 	select {
 	case <-d.expireCh:
 		return true
 	default:
-		return false
+		return !d.deadline.IsZero() && !time.Now().Before(d.deadline)
 	}
 }
 

@@ -238,6 +238,36 @@ func TestMaxRunDurationHoldsAcrossClientRestart(t *testing.T) {
 			t.Errorf("task started although its deadline had passed: %s", clienttest.DescribeTaskStates(got.TaskStates))
 		}
 	})
+	// The wall clock moved back while the client was down: a recorded
+	// start an hour in the future would push the deadline an hour out.
+	t.Run("start in the future is taken as now", func(t *testing.T) {
+		srv := clienttest.NewServer()
+		dir := t.TempDir()
+		c1 := newTestClient(t, srv, dir, nil)
+		nodeID := c1.Node().ID
+		if err := c1.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		a := sleepAlloc(nodeID, 3*time.Second)
+		st, err := openState(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.putAllocStart(a.ID, time.Now().Add(time.Hour).UnixNano()); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.close(); err != nil {
+			t.Fatal(err)
+		}
+		srv.UpsertAlloc(a)
+		before := time.Now()
+		newTestClient(t, srv, dir, nil)
+		got := srv.WaitForAlloc(t, a.ID, 20*time.Second, terminal)
+		checkDeadlineFailed(t, got, "main", 3*time.Second)
+		if dl := time.Unix(0, got.TaskStates["main"].Deadline); dl.After(before.Add(time.Minute)) {
+			t.Errorf("deadline %v, want about 3 s after the client started (%v)", dl, before)
+		}
+	})
 	t.Run("starts of allocations gone are pruned", func(t *testing.T) {
 		srv := clienttest.NewServer()
 		dir := t.TempDir()
@@ -316,5 +346,24 @@ func TestMaxRunDurationCutsPrestart(t *testing.T) {
 	}
 	if final.State != structs.TaskStateDead || !final.Failed {
 		t.Fatalf("final state %+v, want dead and failed", final)
+	}
+}
+
+// TestDeadlineExpiredBeforeItsTimerRuns: a deadline already past counts as
+// expired even before the alloc runner's timer goroutine has run (on a
+// loaded host it may not have), so a task runner never starts a task whose
+// deadline passed while the client was down.
+func TestDeadlineExpiredBeforeItsTimerRuns(t *testing.T) {
+	d := &deadlineState{maxRun: time.Minute, deadline: time.Now().Add(-time.Second), expireCh: make(chan struct{})}
+	if !d.expired() {
+		t.Fatal("a deadline a second ago is not expired until its timer fires")
+	}
+	future := &deadlineState{maxRun: time.Minute, deadline: time.Now().Add(time.Hour), expireCh: make(chan struct{})}
+	if future.expired() {
+		t.Fatal("a deadline an hour away is expired")
+	}
+	none := &deadlineState{expireCh: make(chan struct{})}
+	if none.expired() {
+		t.Fatal("no deadline is expired")
 	}
 }

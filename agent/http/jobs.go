@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/nomadish/convert"
@@ -14,6 +15,9 @@ import (
 // defaultParseFilename names a jobspec sent to /v1/jobs/parse without a
 // Filename, in error messages.
 const defaultParseFilename = "job.hcl"
+
+// maxParseFilename bounds the Filename of a parse request, in bytes.
+const maxParseFilename = 256
 
 // jobRegister handles PUT|POST /v1/jobs with {"Job": {...}}.
 func (h *handler) jobRegister(w http.ResponseWriter, r *http.Request) (interface{}, error) {
@@ -62,6 +66,11 @@ func (h *handler) jobParse(w http.ResponseWriter, r *http.Request) (interface{},
 	name := req.Filename
 	if name == "" {
 		name = defaultParseFilename
+	}
+	// The name starts every diagnostic line of the answer: a long one
+	// would multiply its size by the number of diagnostics.
+	if len(name) > maxParseFilename || strings.ContainsFunc(name, unicode.IsControl) {
+		return nil, badRequest("Filename: at most %d bytes without control characters, got %d bytes", maxParseFilename, len(name))
 	}
 	vars := req.Variables
 	if req.VariablesHCL != "" {

@@ -43,11 +43,33 @@ func CheckFields(raw []byte, v interface{}, root string) (warnings []string, err
 	if err := c.walk(json.RawMessage(raw), t, root); err != nil {
 		return nil, err
 	}
+	if c.dropped > 0 {
+		c.warnings = append(c.warnings, fmt.Sprintf("... and %d more fields ignored", c.dropped))
+	}
 	return c.warnings, nil
 }
 
+// MaxFieldWarnings caps the warnings CheckFields returns; past it they are
+// counted in one last warning. A request body of 1 MiB could otherwise
+// name 100,000 unknown fields, each warned with its full path: an answer
+// ten times the request.
+const MaxFieldWarnings = 50
+
+// maxWarnKey caps how much of an unknown key a warning quotes, in bytes.
+const maxWarnKey = 64
+
 type checker struct {
 	warnings []string
+	dropped  int
+}
+
+// warn records a warning, or counts it past MaxFieldWarnings.
+func (c *checker) warn(w string) {
+	if len(c.warnings) >= MaxFieldWarnings {
+		c.dropped++
+		return
+	}
+	c.warnings = append(c.warnings, w)
 }
 
 // wirePkg is this package's import path: only its structs are walked.
@@ -84,15 +106,19 @@ func (c *checker) walk(raw json.RawMessage, t reflect.Type, path string) error {
 			if isZeroJSON(val) {
 				continue
 			}
-			where := join(path, key)
+			shown := key
+			if len(shown) > maxWarnKey {
+				shown = shown[:maxWarnKey] + "..."
+			}
+			where := join(path, shown)
 			u, listed := lookupUnsupported(t.Name(), key)
 			switch {
 			case !listed:
-				c.warnings = append(c.warnings, where+": unknown field, ignored")
+				c.warn(where + ": unknown field, ignored")
 			case u.Kind == Refuse:
 				return &FieldError{Path: where, Reason: u.Reason}
 			case u.Kind == Warn:
-				c.warnings = append(c.warnings, where+": "+u.Reason)
+				c.warn(where + ": " + u.Reason)
 			}
 		}
 	case reflect.Slice, reflect.Array:

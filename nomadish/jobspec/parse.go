@@ -26,10 +26,20 @@ type Error struct {
 	Diagnostics hcl.Diagnostics
 }
 
-// Error lists the diagnostics one per line as "file:line:col: message".
+// MaxShownDiagnostics caps the diagnostics Error lists; past it they are
+// counted. A jobspec of 1 MiB can make 40,000 diagnostics, and an answer
+// listing them all is five times the request.
+const MaxShownDiagnostics = 50
+
+// Error lists the diagnostics one per line as "file:line:col: message": at
+// most MaxShownDiagnostics of them, then how many more there were.
 func (e *Error) Error() string {
-	lines := make([]string, 0, len(e.Diagnostics))
-	for _, d := range e.Diagnostics {
+	lines := make([]string, 0, min(len(e.Diagnostics), MaxShownDiagnostics+1))
+	for i, d := range e.Diagnostics {
+		if i == MaxShownDiagnostics {
+			lines = append(lines, fmt.Sprintf("... and %d more problems", len(e.Diagnostics)-i))
+			break
+		}
 		lines = append(lines, formatDiagnostic(d))
 	}
 	return strings.Join(lines, "\n")

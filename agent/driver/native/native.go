@@ -509,10 +509,14 @@ func (d *Driver) killCgroup(t *task) {
 }
 
 // killGroup signals the process group pgid. A group that no longer exists
-// is not an error.
+// is not an error. Group 1 is refused: kill(-1) signals every process the
+// agent may, and no task leads group 1 (init does).
 func killGroup(pgid int, sig syscall.Signal) error {
 	if pgid <= 0 {
 		return nil
+	}
+	if pgid == 1 {
+		return fmt.Errorf("refusing to signal process group 1: kill(-1) would reach every process")
 	}
 	err := syscall.Kill(-pgid, sig)
 	if errors.Is(err, syscall.ESRCH) {

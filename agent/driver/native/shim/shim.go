@@ -29,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -121,6 +122,11 @@ func OpenLogRoot(allocDir, dir string) (*os.Root, error) {
 // writes its exit status there and returns the shim's own exit code: 0
 // once the exit status is recorded, 1 otherwise.
 func run() int {
+	// Before anything else: the task must inherit none of the shim's
+	// descriptors, neither the status pipe (a task that wrote "started 1"
+	// on it first would have the driver kill -1 on stop) nor any the
+	// agent was started with.
+	closeOnExecFrom(3)
 	status := os.NewFile(StatusFD, "status")
 	report := func(format string, args ...interface{}) {
 		if status != nil {
@@ -212,6 +218,25 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// closeOnExecFrom marks every open file descriptor from min on
+// close-on-exec, so that only the descriptors exec.Cmd sets up (stdin,
+// stdout, stderr) reach the task. The shim itself keeps using them. It
+// lists /proc/self/fd; without /proc it marks the first 4096.
+func closeOnExecFrom(min int) {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		for fd := min; fd < 4096; fd++ {
+			syscall.CloseOnExec(fd)
+		}
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd >= min {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // exitOf is how a waited-for process ended: its exit code, or -1 and the
