@@ -6,9 +6,10 @@
 // `go test ./...`, or any outgoing connection), and the agent then fails with
 // "bind: address already in use".
 //
-// The ports come from below the kernel's ephemeral range
+// The ports come from 10000-19999, below both the kernel's ephemeral range
 // (/proc/sys/net/ipv4/ip_local_port_range, 32768-60999 by default), so the
-// kernel never hands them out on its own, in aligned blocks of BlockSize.
+// kernel never hands them out on its own, and the agents' dynamic port
+// range for tasks (20000-32000), in aligned blocks of BlockSize.
 // A process owns a block while it holds a listener on the block's first port,
 // so two test processes never share a block; within a process a port is
 // handed out once. The scheme is the one Consul's sdk/freeport uses.
@@ -27,6 +28,11 @@ import (
 
 // BlockSize is the number of ports in one block; the first is the lock.
 const BlockSize = 200
+
+// dynamicLow is where an agent's default dynamic port range for tasks
+// starts (client { min_dynamic_port }, 20000 as Nomad's): ports handed
+// out stay below it, so a task's port never takes an agent's.
+const dynamicLow = 20000
 
 // lowPort is the first port of the first block: clear of the well-known and
 // registered ports most services use by default, GPUlayer's 4656-4658
@@ -61,7 +67,7 @@ func take() (int, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	if rangeHi == 0 {
-		rangeHi = ephemeralLow()
+		rangeHi = min(ephemeralLow(), dynamicLow)
 		tried = map[int]bool{}
 	}
 	for {
