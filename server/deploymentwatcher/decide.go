@@ -10,6 +10,7 @@ package deploymentwatcher
 import (
 	"sort"
 
+	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -98,8 +99,21 @@ func Fail(d *structs.Deployment, versions []*structs.Job, desc string) Decision 
 	if !revert {
 		return out
 	}
+	var deployed *structs.Job
+	for _, v := range versions {
+		if v.Version == d.JobVersion {
+			deployed = v
+		}
+	}
 	for _, v := range versions {
 		if v.Stable && v.Version != d.JobVersion {
+			if deployed != nil && !state.JobSpecChanged(deployed, v) {
+				// The failed version already is that spec (an earlier
+				// revert): registering it again would change nothing, so
+				// say so rather than claim a rollback (as Nomad).
+				out.Status.StatusDescription = structs.DeploymentStatusDescriptionSameSpec(desc, v.Version)
+				return out
+			}
 			j := v.Copy()
 			j.Stop, j.Stable = false, false
 			out.Revert = j
