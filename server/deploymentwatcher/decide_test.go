@@ -43,6 +43,10 @@ func TestDecide(t *testing.T) {
 			structs.DeploymentStatusFailed, structs.DeploymentStatusDescriptionProgressDeadline, -1, false},
 		{"a done group ignores its deadline", dep(structs.DeploymentStatusRunning, structs.DeploymentState{DesiredTotal: 3, HealthyAllocs: 3, RequireProgressBy: 100, ProgressDeadline: 10}), job, versions, 101,
 			structs.DeploymentStatusSuccessful, structs.DeploymentStatusDescriptionSuccessful, -1, false},
+		{"healthy canaries awaiting promotion outlive the progress deadline", dep(structs.DeploymentStatusRunning, structs.DeploymentState{DesiredTotal: 3, DesiredCanaries: 1, HealthyAllocs: 1, RequireProgressBy: 100, ProgressDeadline: 10, AutoRevert: true}), job, versions, 101,
+			"", "", -1, false},
+		{"unhealthy-short canaries fail at the progress deadline", dep(structs.DeploymentStatusRunning, structs.DeploymentState{DesiredTotal: 3, DesiredCanaries: 2, HealthyAllocs: 1, RequireProgressBy: 100, ProgressDeadline: 10}), job, versions, 101,
+			structs.DeploymentStatusFailed, structs.DeploymentStatusDescriptionProgressDeadline, -1, false},
 		{"healthy canaries auto-promote", dep(structs.DeploymentStatusRunning, structs.DeploymentState{DesiredTotal: 3, DesiredCanaries: 1, HealthyAllocs: 1, AutoPromote: true}), job, versions, 0, "", "", -1, true},
 		{"canaries wait for a manual promotion", dep(structs.DeploymentStatusRunning, structs.DeploymentState{DesiredTotal: 1, DesiredCanaries: 1, HealthyAllocs: 1}), job, versions, 0, "", "", -1, false},
 	}
