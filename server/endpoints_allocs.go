@@ -73,8 +73,14 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		if ds := a.DeploymentStatus; ds != nil && ds.Healthy != nil {
 			// The client's deployment health verdict (its Canary flag is
 			// the server's; the state store keeps that).
-			h := *ds.Healthy
-			upd.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &h, Timestamp: ds.Timestamp}
+			// Its time counts toward the progress deadline: one not
+			// set, or later than the leader's clock (skew, or a value
+			// whose sum with the deadline overflows), is the leader's.
+			h, ts := *ds.Healthy, ds.Timestamp
+			if ts <= 0 || ts > now {
+				ts = now
+			}
+			upd.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: &h, Timestamp: ts}
 		}
 		req.Allocs = append(req.Allocs, upd)
 		old, err := store.AllocByID(nil, a.ID)

@@ -213,8 +213,13 @@ func (s *Server) DeploymentFail(ctx context.Context, id string) (*structs.Deploy
 		return nil, fmt.Errorf("deployment fail: %w", err)
 	}
 	if dec.Revert != nil {
-		v := dec.Revert.Version
-		resp.RevertedJobVersion = &v
+		// The FSM drops a revert when the job moved on to a newer version
+		// before the entry applied; only a revert that registered the
+		// job at this index is reported.
+		if cur, err := s.fsm.State().JobByID(nil, d.JobID); err == nil && cur != nil && cur.JobModifyIndex == resp.Index {
+			v := dec.Revert.Version
+			resp.RevertedJobVersion = &v
+		}
 	}
 	return resp, nil
 }

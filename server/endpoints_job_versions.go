@@ -85,7 +85,10 @@ func (s *Server) JobRevert(ctx context.Context, req *structs.JobRevertRequest) (
 	job := old.Copy()
 	job.Stop = false
 	job.Stable = false
-	return s.JobRegister(ctx, job)
+	// The prior version is checked again when the entry applies: a write
+	// between this read and the commit fails the revert rather than being
+	// silently overwritten.
+	return s.jobRegister(ctx, job, req.EnforcePriorVersion)
 }
 
 // JobStability sets Stable on a kept version of the job through Raft. It

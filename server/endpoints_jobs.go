@@ -17,6 +17,13 @@ import (
 // an invalid job as is (errors.Is(err, structs.ErrInvalid)), and errors
 // wrapping structs.ErrNotLeader or structs.ErrShutdown.
 func (s *Server) JobRegister(ctx context.Context, job *structs.Job) (*structs.JobRegisterResponse, error) {
+	return s.jobRegister(ctx, job, nil)
+}
+
+// jobRegister is JobRegister; prior, when set, is the version the stored
+// job must have when the entry is applied (the FSM refuses it otherwise
+// with an error wrapping structs.ErrInvalid).
+func (s *Server) jobRegister(ctx context.Context, job *structs.Job, prior *uint64) (*structs.JobRegisterResponse, error) {
 	if job == nil {
 		return nil, fmt.Errorf("job register: %w: no job", structs.ErrInvalid)
 	}
@@ -45,7 +52,7 @@ func (s *Server) JobRegister(ctx context.Context, job *structs.Job) (*structs.Jo
 			return nil, fmt.Errorf("job register %q: %w", job.ID, err)
 		}
 		if prev == nil || prev.IsParent() {
-			return s.registerParent(job)
+			return s.registerParent(job, prior)
 		}
 	}
 	eval := &structs.Evaluation{
@@ -59,7 +66,7 @@ func (s *Server) JobRegister(ctx context.Context, job *structs.Job) (*structs.Jo
 		CreateTime:  now,
 		ModifyTime:  now,
 	}
-	_, index, err := s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Eval: eval})
+	_, index, err := s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Eval: eval, PriorVersion: prior})
 	if err != nil {
 		return nil, fmt.Errorf("job register %q: %w", job.ID, err)
 	}
@@ -79,8 +86,8 @@ func (s *Server) JobRegister(ctx context.Context, job *structs.Job) (*structs.Jo
 
 // registerParent commits a periodic or parameterized job without an
 // evaluation.
-func (s *Server) registerParent(job *structs.Job) (*structs.JobRegisterResponse, error) {
-	_, index, err := s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job})
+func (s *Server) registerParent(job *structs.Job, prior *uint64) (*structs.JobRegisterResponse, error) {
+	_, index, err := s.raftApply(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, PriorVersion: prior})
 	if err != nil {
 		return nil, fmt.Errorf("job register %q: %w", job.ID, err)
 	}

@@ -6,6 +6,11 @@ import (
 	"github.com/gpulayer/gpulayer/structs"
 )
 
+// JobSpecChanged reports whether b's spec differs from a's: everything but
+// status, version, stability, submit time and Raft indexes (what makes a
+// register a new version).
+func JobSpecChanged(a, b *structs.Job) bool { return jobSpecChanged(a, b) }
+
 // jobSpecChanged reports whether b's spec differs from a's. Status,
 // StatusDescription, Version, Stable, SubmitTime and the three indexes are ignored;
 // everything else, Stop included, is compared. A nil slice or map equals an

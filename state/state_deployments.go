@@ -208,7 +208,9 @@ func refreshDeploymentTxn(txn *memdb.Txn, index uint64, id string) error {
 	}
 	for name, st := range c.TaskGroups {
 		if st.ProgressDeadline > 0 && st.PlacedAllocs > 0 {
-			st.RequireProgressBy = last[name] + int64(st.ProgressDeadline)
+			// Never earlier than before: a promotion restarts the
+			// deadline from its own time (PromoteDeployment).
+			st.RequireProgressBy = max(st.RequireProgressBy, last[name]+int64(st.ProgressDeadline))
 		}
 	}
 	if reflect.DeepEqual(c.TaskGroups, d.TaskGroups) {
@@ -278,6 +280,11 @@ func (s *StateStore) PromoteDeployment(index uint64, req *structs.DeploymentProm
 			return invalid("group %q has %d/%d healthy canaries: promote once they are healthy", g, st.HealthyAllocs, st.DesiredCanaries)
 		}
 		st.Promoted = true
+		if st.ProgressDeadline > 0 && req.UpdatedAt != 0 {
+			// The promotion is progress: the deadline restarts from it
+			// (as Nomad), as the canaries may have waited past it.
+			st.RequireProgressBy = max(st.RequireProgressBy, req.UpdatedAt+int64(st.ProgressDeadline))
+		}
 	}
 	if c.RequiresPromotion() {
 		c.StatusDescription = structs.DeploymentStatusDescriptionRunningNeedsPromotion

@@ -173,3 +173,12 @@ func updateJobStabilityTxn(txn *memdb.Txn, index uint64, jobID string, version u
 	}
 	return setIndex(txn, TableJobVersions, index)
 }
+
+// nsDefault is ns, "default" when empty (a job stored before
+// Canonicalize named it).
+func nsDefault(ns string) string {
+	if ns == "" {
+		return "default"
+	}
+	return ns
+}

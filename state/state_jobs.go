@@ -58,6 +58,17 @@ func upsertJobTxn(txn *memdb.Txn, index uint64, job *structs.Job) error {
 			newVersion = true
 		}
 	}
+	if existing != nil && nsDefault(existing.Namespace) != nsDefault(j.Namespace) {
+		// A job moved to another namespace starts its history there: the
+		// version routes are authorized in the current namespace, so a
+		// kept version of the old one would be readable, and revertible
+		// (auto_revert too), by callers with no rights in it.
+		if err := deleteJobVersionsTxn(txn, index, j.ID); err != nil {
+			return err
+		}
+		j.Stable = false
+		newVersion = true
+	}
 	j.ModifyIndex = index
 	status, err := jobStatusTxn(txn, j, false)
 	if err != nil {

@@ -217,6 +217,13 @@ func DeploymentStatusDescriptionRollback(base string, version uint64) string {
 	return fmt.Sprintf("%s - rolling back to job version %d", base, version)
 }
 
+// DeploymentStatusDescriptionSameSpec is a failure's description when
+// auto_revert's stable version has the failed version's spec (Nomad's
+// words).
+func DeploymentStatusDescriptionSameSpec(base string, version uint64) string {
+	return fmt.Sprintf("%s - not rolling back to stable job version %d as current job has same specification", base, version)
+}
+
 // DeploymentStatusDescriptionNoRollback is a failure's description when
 // auto_revert found no stable version to go back to.
 func DeploymentStatusDescriptionNoRollback(base string) string {

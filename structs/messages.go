@@ -161,6 +161,11 @@ func (r *NodeUpdateStatusRequest) UpdatedAtUnix() int64 {
 type JobRegisterRequest struct {
 	Job  *Job
 	Eval *Evaluation
+	// PriorVersion, when set, makes the register apply only while the
+	// stored job's version is this one (a revert's EnforcePriorVersion,
+	// checked at apply so racing writes cannot both pass); otherwise the
+	// entry fails with ErrInvalid and changes nothing.
+	PriorVersion *uint64 `json:",omitempty"`
 }
 
 // JobDeregisterRequest stops a job (or, with Purge, removes it and its

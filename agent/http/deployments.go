@@ -120,6 +120,9 @@ func (h *handler) jobDeployments(w http.ResponseWriter, r *http.Request) (interf
 		return nil, err
 	}
 	setMeta(w, meta)
+	// A job keyed by ID may have moved namespace: its deployments made in
+	// another one are shown only to callers that may read that one.
+	list = visible(r, list, structs.NamespaceCapabilityReadJob, deploymentNamespace)
 	return convert.DeploymentsFromStructs(list), nil
 }
 
@@ -139,6 +142,9 @@ func (h *handler) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (i
 		return nil, err
 	}
 	setMeta(w, meta)
+	// A job keyed by ID may have moved namespace: its deployments made in
+	// another one are shown only to callers that may read that one.
+	list = visible(r, list, structs.NamespaceCapabilityReadJob, deploymentNamespace)
 	if len(list) == 0 {
 		return nil, nil
 	}

@@ -1,7 +1,7 @@
 package http
 
 import (
-	"context"
+	"net/http"
 	"sort"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -37,7 +37,8 @@ type deploymentGroupRow struct {
 
 // jobDeploymentViews fills the job page's versions and latest deployment
 // from a server that keeps them (a test fake may not).
-func (u *ui) jobDeploymentViews(ctx context.Context, v *jobView, job *structs.Job, q *structs.QueryOptions) {
+func (u *ui) jobDeploymentViews(r *http.Request, v *jobView, job *structs.Job, q *structs.QueryOptions) {
+	ctx := r.Context()
 	if vs, ok := u.h.srv.(JobVersionServer); ok {
 		if versions, _, err := vs.JobVersions(ctx, job.ID, q); err == nil {
 			for i, j := range versions {
@@ -54,6 +55,9 @@ func (u *ui) jobDeploymentViews(ctx context.Context, v *jobView, job *structs.Jo
 		return
 	}
 	list, _, err := ds.JobDeployments(ctx, job.ID, q)
+	// Deployments the job made in another namespace it moved from are
+	// shown only to callers that may read that one.
+	list = visible(r, list, structs.NamespaceCapabilityReadJob, deploymentNamespace)
 	if err != nil || len(list) == 0 {
 		return
 	}

@@ -320,7 +320,7 @@ func (u *ui) jobPage(r *http.Request) (string, pageData, error) {
 		}
 		v.Evals = append(v.Evals, row)
 	}
-	u.jobDeploymentViews(r.Context(), v, job, q)
+	u.jobDeploymentViews(r, v, job, q)
 	return "job", v, nil
 }
 

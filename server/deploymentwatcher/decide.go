@@ -10,6 +10,7 @@ package deploymentwatcher
 import (
 	"sort"
 
+	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -38,7 +39,7 @@ func (d Decision) IsNoOp() bool { return d.Status == nil && !d.Promote }
 //     unhealthy allocations");
 //   - a group not yet done whose RequireProgressBy has passed fails it
 //     ("Failed due to progress deadline"); a canary not yet placed starts
-//     no deadline;
+//     no deadline, and healthy canaries awaiting promotion stop it;
 //   - a failure of a deployment with a group under auto_revert registers
 //     the newest stable version other than the deployed one again, or says
 //     there is none;
@@ -62,7 +63,7 @@ func Decide(d *structs.Deployment, job *structs.Job, versions []*structs.Job, no
 	}
 	for _, name := range names {
 		st := d.TaskGroups[name]
-		if !groupDone(st) && st.ProgressDeadline > 0 && st.RequireProgressBy > 0 && now > st.RequireProgressBy {
+		if !groupDone(st) && !awaitingPromotion(st) && st.ProgressDeadline > 0 && st.RequireProgressBy > 0 && now > st.RequireProgressBy {
 			return Fail(d, versions, structs.DeploymentStatusDescriptionProgressDeadline)
 		}
 	}
@@ -79,6 +80,13 @@ func Decide(d *structs.Deployment, job *structs.Job, versions []*structs.Job, no
 			Status: structs.DeploymentStatusSuccessful, StatusDescription: structs.DeploymentStatusDescriptionSuccessful}}
 	}
 	return Decision{}
+}
+
+// awaitingPromotion reports whether a group's canaries are all healthy
+// and wait for a promotion: its progress deadline no longer runs (as
+// Nomad's), so a manual promotion may come any time.
+func awaitingPromotion(st *structs.DeploymentState) bool {
+	return st.DesiredCanaries > 0 && !st.Promoted && st.HealthyAllocs >= st.DesiredCanaries
 }
 
 // groupDone reports whether a group's rollout is complete.
@@ -98,8 +106,21 @@ func Fail(d *structs.Deployment, versions []*structs.Job, desc string) Decision 
 	if !revert {
 		return out
 	}
+	var deployed *structs.Job
+	for _, v := range versions {
+		if v.Version == d.JobVersion {
+			deployed = v
+		}
+	}
 	for _, v := range versions {
 		if v.Stable && v.Version != d.JobVersion {
+			if deployed != nil && !state.JobSpecChanged(deployed, v) {
+				// The failed version already is that spec (an earlier
+				// revert): registering it again would change nothing, so
+				// say so rather than claim a rollback (as Nomad).
+				out.Status.StatusDescription = structs.DeploymentStatusDescriptionSameSpec(desc, v.Version)
+				return out
+			}
 			j := v.Copy()
 			j.Stop, j.Stable = false, false
 			out.Revert = j

@@ -124,6 +124,19 @@ func (f *FSM) applyJobRegister(index uint64, req *structs.JobRegisterRequest) in
 		}
 	}
 	s := f.State()
+	if req.PriorVersion != nil {
+		cur, err := s.JobByID(nil, req.Job.ID)
+		if err != nil {
+			return err
+		}
+		if cur == nil || cur.Version != *req.PriorVersion {
+			have := "no job"
+			if cur != nil {
+				have = fmt.Sprintf("version %d", cur.Version)
+			}
+			return fmt.Errorf("job register %q: %w: EnforcePriorVersion: stored is %s, not version %d", req.Job.ID, structs.ErrInvalid, have, *req.PriorVersion)
+		}
+	}
 	if err := s.UpsertJob(index, req.Job); err != nil {
 		return err
 	}

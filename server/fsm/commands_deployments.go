@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -46,10 +47,45 @@ func (f *FSM) applyDeploymentStatusUpdate(index uint64, req *structs.DeploymentS
 		return err
 	}
 	s := f.State()
-	if err := s.UpdateDeploymentStatus(index, req.DeploymentUpdate, req.UpdatedAt); err != nil {
+	job, u, err := f.revertStillDue(req.Job, req.DeploymentUpdate)
+	if err != nil {
 		return err
 	}
-	return f.revertAndEval(index, req.Job, req.Eval)
+	if err := s.UpdateDeploymentStatus(index, u, req.UpdatedAt); err != nil {
+		return err
+	}
+	return f.revertAndEval(index, job, req.Eval)
+}
+
+// revertStillDue returns the auto-revert job and status update to apply:
+// job and u as sent, unless the job is no longer at the failed
+// deployment's version (a newer version was registered after the entry
+// was decided, or it is gone). Then the revert would overwrite that
+// version: it is dropped and the description says so.
+func (f *FSM) revertStillDue(job *structs.Job, u *structs.DeploymentStatusUpdate) (*structs.Job, *structs.DeploymentStatusUpdate, error) {
+	if job == nil || u == nil {
+		return job, u, nil
+	}
+	s := f.State()
+	d, err := s.DeploymentByID(nil, u.DeploymentID)
+	if err != nil || d == nil {
+		return job, u, err // the status update reports the unknown deployment
+	}
+	cur, err := s.JobByID(nil, d.JobID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if cur != nil && cur.ID == job.ID && cur.Version == d.JobVersion {
+		return job, u, nil
+	}
+	c := *u
+	c.StatusDescription = strings.TrimSuffix(c.StatusDescription, structs.DeploymentStatusDescriptionRollback("", job.Version))
+	if cur != nil {
+		c.StatusDescription += fmt.Sprintf(" - not rolling back: the job is at version %d now", cur.Version)
+	} else {
+		c.StatusDescription += " - not rolling back: the job is gone"
+	}
+	return nil, &c, nil
 }
 
 // applyDeploymentPromote promotes canaries and creates the evaluation.
@@ -76,10 +112,19 @@ func (f *FSM) applyDeploymentAllocHealth(index uint64, req *structs.DeploymentAl
 	if err := checkRevertJob(req.Job); err != nil {
 		return err
 	}
+	job, u, err := f.revertStillDue(req.Job, req.DeploymentUpdate)
+	if err != nil {
+		return err
+	}
+	if u != req.DeploymentUpdate {
+		c := *req
+		c.DeploymentUpdate = u
+		req = &c
+	}
 	if err := f.State().SetAllocDeploymentHealth(index, req); err != nil {
 		return err
 	}
-	return f.revertAndEval(index, req.Job, req.Eval)
+	return f.revertAndEval(index, job, req.Eval)
 }
 
 // revertAndEval registers job (an auto-revert) and upserts eval, each when
