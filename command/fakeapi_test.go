@@ -113,9 +113,12 @@ func (f *fakeAPI) serve(t *testing.T) *httptest.Server {
 		return out
 	}
 	mux.HandleFunc("GET /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
-		out := []*api.Job{}
+		out := []*api.JobListStub{}
 		for _, id := range withPrefix(sortedKeys(f.jobs), r) {
-			out = append(out, f.jobs[id])
+			j := f.jobs[id]
+			out = append(out, &api.JobListStub{ID: j.ID, ParentID: j.ParentID, Name: j.Name, Datacenters: j.Datacenters,
+				Type: j.Type, Priority: j.Priority, Periodic: j.Periodic != nil, ParameterizedJob: j.ParameterizedJob != nil,
+				Held: j.Held, Stop: j.Stop, Status: j.Status, SubmitTime: j.SubmitTime})
 		}
 		reply(w, out)
 	})

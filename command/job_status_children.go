@@ -9,11 +9,12 @@ import (
 	"github.com/gpulayer/gpulayer/nomadish/api"
 )
 
-// showChildren prints a periodic or parameterized job's block and its
-// children (listed as Nomad's CLI does, by the prefix "<job>/"): a count
-// by status and one row per child, oldest first.
-func (m *Meta) showChildren(client *api.Client, job *api.Job) int {
-	var info [][2]string
+// showChildren prints the job's header rows with its periodic or
+// parameterized settings aligned beneath them (one block, as Nomad's CLI
+// does), then its children (listed as Nomad's CLI does, by the prefix
+// "<job>/"): a count by status and one row per child, oldest first.
+func (m *Meta) showChildren(client *api.Client, job *api.Job, header [][2]string) int {
+	info := header
 	if p := job.Periodic; p != nil {
 		specs := p.Specs
 		if p.Spec != "" {

@@ -1,0 +1,46 @@
+package command
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpulayer/gpulayer/nomadish/api"
+)
+
+// TestJobStatusParentBlockAligned: a periodic job's settings are part of
+// the job's "Key = Value" block, their = signs in the same column as the
+// job's (they were a second block with its own column), followed by the
+// children.
+func TestJobStatusParentBlockAligned(t *testing.T) {
+	f := newFakeAPI()
+	const t0 = int64(1764504000) * 1e9 // 2025-11-30T12:00:00Z
+	f.jobs["nightly"] = &api.Job{ID: "nightly", Name: "nightly", Type: "batch", Priority: 50, Datacenters: []string{"dc1"},
+		Status: "running", SubmitTime: t0, MaxRunningChildren: 2,
+		Periodic: &api.PeriodicConfig{Specs: []string{"0 3 * * *"}, ProhibitOverlap: true}}
+	f.jobs["nightly/periodic-1764558000"] = &api.Job{ID: "nightly/periodic-1764558000", ParentID: "nightly",
+		Type: "batch", Status: "dead", SubmitTime: t0 + 54000e9}
+	r := runCmd(t, f.serve(t).URL, "job", "status", "nightly")
+	want := "" +
+		"ID                   = nightly\n" +
+		"Name                 = nightly\n" +
+		"Type                 = batch\n" +
+		"Priority             = 50\n" +
+		"Datacenters          = dc1\n" +
+		"Status               = running\n" +
+		"Submit Date          = 2025-11-30T12:00:00Z\n" +
+		"Periodic             = 0 3 * * *\n" +
+		"Enabled              = true\n" +
+		"Prohibit Overlap     = true\n" +
+		"Max Running Children = 2\n" +
+		"\n" +
+		"Children Job Summary\n" +
+		"Held  Pending  Running  Dead\n" +
+		"0     0        0        1\n" +
+		"\n" +
+		"Previously Launched Jobs\n" +
+		"ID                           Status  Submit Date\n" +
+		"nightly/periodic-1764558000  dead    2025-12-01T03:00:00Z\n"
+	if r.code != 0 || !strings.HasPrefix(r.out, want) {
+		t.Fatalf("exit %d, output:\n%s%s\nwant:\n%s", r.code, r.out, r.err, want)
+	}
+}
