@@ -44,3 +44,36 @@ func TestJobStatusParentBlockAligned(t *testing.T) {
 		t.Fatalf("exit %d, output:\n%s%s\nwant:\n%s", r.code, r.out, r.err, want)
 	}
 }
+
+// TestJobDispatchNoEvalSaysWhy: a dispatch answered without an
+// evaluation says which of the two reasons it was, from the child's
+// state: held behind max_running_children, or an existing child named by
+// the idempotency token (the message named both, so the user could not
+// tell).
+func TestJobDispatchNoEvalSaysWhy(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		held      bool
+		want, not string
+	}{
+		{"held", true, `Held: job "render" already runs its max_running_children; this child starts when one of them finishes (gpulayer job status render lists them)`, "idempotency"},
+		{"existing", false, "No evaluation: the idempotency token names this existing child (status running); nothing new was dispatched", "Held"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAPI()
+			f.jobs["render"] = &api.Job{ID: "render", Type: "batch", Status: "running", MaxRunningChildren: 1,
+				ParameterizedJob: &api.ParameterizedJobConfig{Payload: "optional"}}
+			child := "render/dispatch-1764504000-0123abcd"
+			status := "running"
+			if tc.held {
+				status = "pending"
+			}
+			f.jobs[child] = &api.Job{ID: child, ParentID: "render", Type: "batch", Status: status, Held: tc.held, Dispatched: true}
+			f.dispatchChild = child
+			r := runCmd(t, f.serve(t).URL, "job", "dispatch", "-idempotency-token", "t1", "render")
+			if r.code != 0 || !strings.Contains(r.out, "Dispatched Job ID = "+child) || !strings.Contains(r.out, tc.want) || strings.Contains(r.out, tc.not) {
+				t.Fatalf("exit %d, output:\n%s%s\nwant it to contain %q and not %q", r.code, r.out, r.err, tc.want, tc.not)
+			}
+		})
+	}
+}
