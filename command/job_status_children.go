@@ -82,3 +82,30 @@ func (m *Meta) showChildren(client *api.Client, job *api.Job, header [][2]string
 	m.UI.Output(table([]string{"ID", "Status", "Submit Date"}, rows))
 	return 0
 }
+
+// parentJobHint says, after a periodic or parameterized job is registered
+// (a parent, never placed itself, so there is no evaluation to monitor),
+// what launches its children and which commands show and start them; ""
+// for other jobs.
+func parentJobHint(job *api.Job) string {
+	switch {
+	case job.Periodic != nil:
+		p := job.Periodic
+		specs := p.Specs
+		if p.Spec != "" {
+			specs = append([]string{p.Spec}, specs...)
+		}
+		zone := p.TimeZone
+		if zone == "" {
+			zone = "UTC"
+		}
+		when := fmt.Sprintf("Periodic job: a child is launched at each time of %s (%s)", strings.Join(specs, ", "), zone)
+		if p.Enabled != nil && !*p.Enabled {
+			when = "Periodic job, disabled (enabled = false): no child is launched on schedule"
+		}
+		return fmt.Sprintf("%s; `gpulayer job periodic force %s` launches one now, `gpulayer job status %s` lists them", when, job.ID, job.ID)
+	case job.ParameterizedJob != nil:
+		return fmt.Sprintf("Parameterized job: nothing runs until `gpulayer job dispatch %s` creates a child; `gpulayer job status %s` lists them", job.ID, job.ID)
+	}
+	return ""
+}

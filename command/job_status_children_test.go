@@ -77,3 +77,27 @@ func TestJobDispatchNoEvalSaysWhy(t *testing.T) {
 		})
 	}
 }
+
+// TestJobRunParentSaysWhatLaunches: registering a periodic or
+// parameterized job (no evaluation to monitor) says what launches its
+// children and how to start one, instead of only "Job registration
+// successful".
+func TestJobRunParentSaysWhatLaunches(t *testing.T) {
+	for _, tc := range []struct{ name, block, want string }{
+		{"periodic", "periodic {\n    crons = [\"0 3 * * *\"]\n    time_zone = \"Europe/Berlin\"\n  }",
+			"Periodic job: a child is launched at each time of 0 3 * * * (Europe/Berlin); `gpulayer job periodic force p` launches one now, `gpulayer job status p` lists them"},
+		{"disabled", "periodic {\n    cron = \"@daily\"\n    enabled = false\n  }",
+			"Periodic job, disabled (enabled = false): no child is launched on schedule; `gpulayer job periodic force p` launches one now"},
+		{"parameterized", "parameterized {\n    payload = \"optional\"\n  }",
+			"Parameterized job: nothing runs until `gpulayer job dispatch p` creates a child; `gpulayer job status p` lists them"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeAPI() // registerEval "": a parent gets no evaluation
+			src := "job \"p\" {\n  type = \"batch\"\n  " + tc.block + "\n  group \"g\" {\n    task \"t\" {\n      driver = \"native\"\n      config {\n        command = \"/bin/true\"\n      }\n    }\n  }\n}\n"
+			r := runCmd(t, f.serve(t).URL, "job", "run", writeFile(t, "p.hcl", src))
+			if r.code != 0 || !strings.Contains(r.out, "Job registration successful\n"+tc.want) {
+				t.Fatalf("exit %d, output:\n%s%s\nwant it to contain %q", r.code, r.out, r.err, tc.want)
+			}
+		})
+	}
+}
