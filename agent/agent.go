@@ -244,6 +244,9 @@ func (a *Agent) start() error {
 		a.logger.Warn("no acl token: servers with ACLs on (the default) refuse to register this node; " +
 			"set acl { token = \"...\" } or -acl-token to a token that may write nodes (website/docs/acl.md)")
 	}
+	for _, w := range cfg.devIgnored() {
+		a.logger.Warn(w)
+	}
 	if !cfg.DevMode && !hcfg.ACLEnabled {
 		a.logger.Warn("ACLS ARE DISABLED (acl { enabled = false }): every caller that reaches this agent's HTTP API may run jobs, exec into tasks and change the cluster; do not run this way on a network")
 	}

@@ -93,7 +93,7 @@ type ServerConfig struct {
 	// NumSchedulers is how many scheduler workers run. Default 2.
 	NumSchedulers int `hcl:"num_schedulers,optional"`
 	// RaftMultiplier scales Raft's heartbeat (400 ms), election (400 ms)
-	// and leader lease (200 ms) timeouts, as Nomad's raft_multiplier
+	// and leader lease (400 ms) timeouts, as Nomad's raft_multiplier
 	// does: 1 (the default) for servers on one LAN, up to 10 for a WAN or
 	// for hosts so loaded that leaders change without a failure
 	// (server.RaftTimings).

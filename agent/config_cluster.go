@@ -47,6 +47,18 @@ func (c *Config) validateCluster() []string {
 	return p
 }
 
+// devIgnored returns one warning per setting that -dev overrides, so a
+// config file that sets it for a cluster does not seem to take effect
+// when it does not: the single dev server uses its own 200 ms Raft
+// timeouts (it has no peers to wait for), whatever raft_multiplier says.
+func (c *Config) devIgnored() []string {
+	var w []string
+	if c.DevMode && c.Server.RaftMultiplier > 1 {
+		w = append(w, fmt.Sprintf("server.raft_multiplier = %d is ignored with -dev: the single dev server uses 200 ms Raft timeouts; the multiplier applies to servers started without -dev", c.Server.RaftMultiplier))
+	}
+	return w
+}
+
 // gossipKeyHelp says how to authenticate gossip; validateGossipAuth ends
 // its messages with it.
 const gossipKeyHelp = "gossip is neither encrypted nor backed by raft TLS, so anyone who reaches the gossip port could join and become a raft voter; " +

@@ -189,3 +189,23 @@ func TestExploitRogueGossipVoterConfig(t *testing.T) {
 		t.Errorf("dev mode refused: %v", p)
 	}
 }
+
+// TestDevIgnoredRaftMultiplier: -dev with raft_multiplier above 1 warns
+// that the multiplier does not apply (the dev server keeps its 200 ms
+// timeouts); without -dev, or at 1, nothing is said.
+func TestDevIgnoredRaftMultiplier(t *testing.T) {
+	c := DefaultConfig()
+	c.DevMode, c.Server.Enabled, c.Server.RaftMultiplier = true, true, 5
+	w := c.devIgnored()
+	if len(w) != 1 || !strings.Contains(w[0], "server.raft_multiplier = 5 is ignored with -dev") {
+		t.Fatalf("dev with multiplier 5: %q", w)
+	}
+	c.Server.RaftMultiplier = 1
+	if w := c.devIgnored(); len(w) != 0 {
+		t.Fatalf("dev with multiplier 1: %q", w)
+	}
+	c.DevMode, c.Server.RaftMultiplier = false, 5
+	if w := c.devIgnored(); len(w) != 0 {
+		t.Fatalf("not dev: %q", w)
+	}
+}

@@ -29,10 +29,13 @@ type fakeAPI struct {
 	logs      map[string]string
 	// registered is the last job registered; registerEval the eval ID its
 	// registration answers.
-	registered   *api.Job
-	registerEval string
-	purged       bool
-	requests     []string
+	registered *api.Job
+	// dispatchChild is the job ID a dispatch answers, without an
+	// evaluation.
+	dispatchChild string
+	registerEval  string
+	purged        bool
+	requests      []string
 	// downAfterLogs makes the server stop listening once it has sent a
 	// log, as an agent that shuts down mid-stream: later requests are
 	// refused.
@@ -113,9 +116,12 @@ func (f *fakeAPI) serve(t *testing.T) *httptest.Server {
 		return out
 	}
 	mux.HandleFunc("GET /v1/jobs", func(w http.ResponseWriter, r *http.Request) {
-		out := []*api.Job{}
+		out := []*api.JobListStub{}
 		for _, id := range withPrefix(sortedKeys(f.jobs), r) {
-			out = append(out, f.jobs[id])
+			j := f.jobs[id]
+			out = append(out, &api.JobListStub{ID: j.ID, ParentID: j.ParentID, Name: j.Name, Datacenters: j.Datacenters,
+				Type: j.Type, Priority: j.Priority, Periodic: j.Periodic != nil, ParameterizedJob: j.ParameterizedJob != nil,
+				Held: j.Held, Stop: j.Stop, Status: j.Status, SubmitTime: j.SubmitTime})
 		}
 		reply(w, out)
 	})
@@ -136,6 +142,16 @@ func (f *fakeAPI) serve(t *testing.T) *httptest.Server {
 			return
 		}
 		notFound(w, "job")
+	})
+	mux.HandleFunc("PUT /v1/job/{id}/dispatch", func(w http.ResponseWriter, r *http.Request) {
+		// The child f.dispatchChild, created or found by its token
+		// before; held or existing children get no evaluation.
+		c, ok := f.jobs[f.dispatchChild]
+		if !ok || c.ParentID != r.PathValue("id") {
+			notFound(w, "job")
+			return
+		}
+		reply(w, api.JobDispatchResponse{DispatchedJobID: c.ID, JobCreateIndex: 20})
 	})
 	mux.HandleFunc("DELETE /v1/job/{id}", func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()

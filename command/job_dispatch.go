@@ -108,7 +108,7 @@ func (c *JobDispatchCommand) Run(args []string) int {
 	}
 	c.Meta.UI.Output(fmt.Sprintf("Dispatched Job ID = %s", resp.DispatchedJobID))
 	if resp.EvalID == "" {
-		c.Meta.UI.Output("No evaluation: the job is held until a running child finishes (max_running_children), or the token named an existing child")
+		c.Meta.UI.Output(noEvalReason(client, fs.Arg(0), resp.DispatchedJobID))
 		return 0
 	}
 	c.Meta.UI.Output(fmt.Sprintf("Evaluation ID     = %s", resp.EvalID))
@@ -118,4 +118,20 @@ func (c *JobDispatchCommand) Run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	return c.Meta.monitor(ctx, client, resp.EvalID)
+}
+
+// noEvalReason says why a dispatch answered no evaluation: the child is
+// held (its parent already runs max_running_children children), or the
+// idempotency token named an existing child, which is not evaluated
+// again.
+func noEvalReason(client *api.Client, parent, childID string) string {
+	child, _, err := client.Jobs().Info(childID, nil)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("No evaluation: the child is held (max_running_children) or already existed (idempotency token); reading it failed: %v", err)
+	case child.Held:
+		return fmt.Sprintf("Held: job %q already runs its max_running_children; this child starts when one of them finishes (gpulayer job status %s lists them)", parent, parent)
+	default:
+		return fmt.Sprintf("No evaluation: the idempotency token names this existing child (status %s); nothing new was dispatched", child.Status)
+	}
 }

@@ -89,6 +89,9 @@ func (c *JobRunCommand) Run(args []string) int {
 		if resp.EvalID != "" {
 			c.Meta.UI.Output("Evaluation ID: " + resp.EvalID)
 		}
+		if hint := parentJobHint(job); hint != "" {
+			c.Meta.UI.Output(hint)
+		}
 		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

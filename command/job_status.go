@@ -125,10 +125,10 @@ func (m *Meta) showJob(client *api.Client, id string) int {
 	if job.ParentID != "" {
 		rows = append(rows, [2]string{"Parent", job.ParentID})
 	}
-	m.UI.Output(kv(rows))
 	if job.Periodic != nil || (job.ParameterizedJob != nil && !job.Dispatched) {
-		return m.showChildren(client, job)
+		return m.showChildren(client, job, rows)
 	}
+	m.UI.Output(kv(rows))
 	m.UI.Output("\nSummary")
 	m.UI.Output(jobSummary(job, allocs, evals))
 	if blocked := newestBlockedEval(evals); blocked != nil {

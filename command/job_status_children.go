@@ -9,11 +9,12 @@ import (
 	"github.com/gpulayer/gpulayer/nomadish/api"
 )
 
-// showChildren prints a periodic or parameterized job's block and its
-// children (listed as Nomad's CLI does, by the prefix "<job>/"): a count
-// by status and one row per child, oldest first.
-func (m *Meta) showChildren(client *api.Client, job *api.Job) int {
-	var info [][2]string
+// showChildren prints the job's header rows with its periodic or
+// parameterized settings aligned beneath them (one block, as Nomad's CLI
+// does), then its children (listed as Nomad's CLI does, by the prefix
+// "<job>/"): a count by status and one row per child, oldest first.
+func (m *Meta) showChildren(client *api.Client, job *api.Job, header [][2]string) int {
+	info := header
 	if p := job.Periodic; p != nil {
 		specs := p.Specs
 		if p.Spec != "" {
@@ -80,4 +81,31 @@ func (m *Meta) showChildren(client *api.Client, job *api.Job) int {
 	}
 	m.UI.Output(table([]string{"ID", "Status", "Submit Date"}, rows))
 	return 0
+}
+
+// parentJobHint says, after a periodic or parameterized job is registered
+// (a parent, never placed itself, so there is no evaluation to monitor),
+// what launches its children and which commands show and start them; ""
+// for other jobs.
+func parentJobHint(job *api.Job) string {
+	switch {
+	case job.Periodic != nil:
+		p := job.Periodic
+		specs := p.Specs
+		if p.Spec != "" {
+			specs = append([]string{p.Spec}, specs...)
+		}
+		zone := p.TimeZone
+		if zone == "" {
+			zone = "UTC"
+		}
+		when := fmt.Sprintf("Periodic job: a child is launched at each time of %s (%s)", strings.Join(specs, ", "), zone)
+		if p.Enabled != nil && !*p.Enabled {
+			when = "Periodic job, disabled (enabled = false): no child is launched on schedule"
+		}
+		return fmt.Sprintf("%s; `gpulayer job periodic force %s` launches one now, `gpulayer job status %s` lists them", when, job.ID, job.ID)
+	case job.ParameterizedJob != nil:
+		return fmt.Sprintf("Parameterized job: nothing runs until `gpulayer job dispatch %s` creates a child; `gpulayer job status %s` lists them", job.ID, job.ID)
+	}
+	return ""
 }

@@ -80,7 +80,8 @@ func (s *Server) JobRevert(ctx context.Context, req *structs.JobRevertRequest) (
 		return nil, fmt.Errorf("job revert %q: %w", req.JobID, err)
 	}
 	if old == nil {
-		return nil, fmt.Errorf("job %q version %d (kept: the last %d): %w", req.JobID, req.JobVersion, structs.JobTrackedVersions, structs.ErrNotFound)
+		return nil, fmt.Errorf("job %q has no version %d kept (the servers keep its last %d versions and its newest stable one; gpulayer job history %s lists them): %w",
+			req.JobID, req.JobVersion, structs.JobTrackedVersions, req.JobID, structs.ErrNotFound)
 	}
 	job := old.Copy()
 	job.Stop = false

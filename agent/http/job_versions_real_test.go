@@ -42,7 +42,7 @@ func TestJobVersionsAndRevert_RealServer(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, body, want string }{
 		{"current version", `{"JobID":"hist","JobVersion":2}`, "is the current version"},
-		{"unknown version", `{"JobID":"hist","JobVersion":9}`, "version 9"},
+		{"unknown version", `{"JobID":"hist","JobVersion":9}`, `job \"hist\" has no version 9 kept (the servers keep its last 6 versions and its newest stable one; gpulayer job history hist lists them)`},
 		{"wrong prior version", `{"JobID":"hist","JobVersion":0,"EnforcePriorVersion":1}`, "EnforcePriorVersion"},
 		{"other job in body", `{"JobID":"other","JobVersion":0}`, "does not match"},
 	} {
