@@ -195,6 +195,8 @@ func TestBatchAllocGPUEnv(t *testing.T) {
 		{"two gpus", ids[:2], []string{"gpus=" + ids[0] + "," + ids[1] + "\n", "count=2\n"}},
 		{"no gpu hides host gpus", nil, []string{"gpus=\n", "nv=void\n", "count=0\n"}},
 	}
+	// Nomad's names for the same values, for jobspecs written for Nomad.
+	script += `; echo nomad=$NOMAD_ALLOC_ID,$NOMAD_ALLOC_INDEX,$NOMAD_JOB_ID,$NOMAD_GROUP_NAME,$NOMAD_TASK_NAME,$NOMAD_NAMESPACE; echo taskdir=$NOMAD_TASK_DIR; test -d "$NOMAD_TASK_DIR" && test -d "$NOMAD_SECRETS_DIR" && echo dirs-ok`
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a := clienttest.NativeAlloc(c.Node().ID, structs.JobTypeBatch, "/bin/sh", []string{"-c", script}, tc.gpus)
@@ -213,7 +215,9 @@ func TestBatchAllocGPUEnv(t *testing.T) {
 				}
 			}
 			out := readLogs(t, c, a.ID, "stdout")
-			for _, w := range tc.want {
+			want := append(tc.want, "nomad="+a.ID+",0,"+a.JobID+","+a.TaskGroup+",main,default\n",
+				"taskdir="+filepath.Join(c.cfg.DataDir, "allocs", a.ID, "main", "local")+"\n", "dirs-ok\n")
+			for _, w := range want {
 				if !strings.Contains(out, w) {
 					t.Errorf("stdout lacks %q:\n%s", w, out)
 				}

@@ -485,8 +485,8 @@ func (tr *taskRunner) resources() *structs.AllocatedTaskResources {
 	return nil
 }
 
-// env is the task's Env plus the GPULAYER_* variables and the visible GPU
-// devices. A task with no GPU gets NVIDIA_VISIBLE_DEVICES=void and an empty
+// env is the task's Env plus the GPULAYER_* variables, their NOMAD_*
+// twins and the visible GPU devices. A task with no GPU gets NVIDIA_VISIBLE_DEVICES=void and an empty
 // CUDA_VISIBLE_DEVICES, so it never sees the host's GPUs.
 func (tr *taskRunner) env() map[string]string {
 	a := tr.alloc
@@ -503,6 +503,7 @@ func (tr *taskRunner) env() map[string]string {
 	env["GPULAYER_TASK_DIR"] = tr.taskDir
 	env["GPULAYER_ALLOC_DIR"] = tr.cfg.AllocDir
 	env["GPULAYER_OUTPUT_DIR"] = filepath.Join(tr.taskDir, "outputs")
+	nomadEnv(env, a, tr.task.Name, tr.taskDir)
 	ids := tr.resources().GPUIDs()
 	env["GPULAYER_GPU_COUNT"] = strconv.Itoa(len(ids))
 	if len(ids) == 0 {
@@ -558,4 +559,35 @@ func (tr *taskRunner) prestart() bool {
 		}
 	}
 	return true
+}
+
+// nomadEnv sets the NOMAD_* variables a Nomad jobspec reads, where
+// GPUlayer has the concept (Nomad's runtime environment): the
+// allocation's ID, name and index, the job's ID, name and parent, the
+// group, task and namespace, and the task's local/ and secrets/
+// directories (NOMAD_TASK_DIR and NOMAD_SECRETS_DIR; the docker driver
+// maps them to their container paths). Nomad's shared NOMAD_ALLOC_DIR has
+// no GPUlayer counterpart and is not set.
+func nomadEnv(env map[string]string, a *structs.Allocation, task, taskDir string) {
+	env["NOMAD_ALLOC_ID"] = a.ID
+	env["NOMAD_ALLOC_NAME"] = a.Name
+	env["NOMAD_ALLOC_INDEX"] = strconv.Itoa(a.Index())
+	env["NOMAD_JOB_ID"] = a.JobID
+	env["NOMAD_JOB_NAME"] = a.JobID
+	if j := a.Job; j != nil {
+		if j.Name != "" {
+			env["NOMAD_JOB_NAME"] = j.Name
+		}
+		if j.ParentID != "" {
+			env["NOMAD_JOB_PARENT_ID"] = j.ParentID
+		}
+	}
+	env["NOMAD_GROUP_NAME"] = a.TaskGroup
+	env["NOMAD_TASK_NAME"] = task
+	env["NOMAD_NAMESPACE"] = a.Namespace
+	if a.Namespace == "" {
+		env["NOMAD_NAMESPACE"] = "default"
+	}
+	env["NOMAD_TASK_DIR"] = filepath.Join(taskDir, "local")
+	env["NOMAD_SECRETS_DIR"] = filepath.Join(taskDir, "secrets")
 }

@@ -256,11 +256,17 @@ func (d *Driver) containerConfig(cfg *driver.TaskConfig, tc *taskConfig, allocDi
 	// directories at their container paths.
 	env := make([]string, 0, len(cfg.Env)+2)
 	for k, v := range cfg.Env {
-		if k != "GPULAYER_ALLOC_DIR" && k != "GPULAYER_TASK_DIR" && k != "GPULAYER_OUTPUT_DIR" {
+		switch k {
+		case "GPULAYER_ALLOC_DIR", "GPULAYER_TASK_DIR", "GPULAYER_OUTPUT_DIR", "NOMAD_TASK_DIR", "NOMAD_SECRETS_DIR":
+		default:
 			env = append(env, k+"="+v)
 		}
 	}
 	env = append(env, "GPULAYER_ALLOC_DIR="+ContainerAllocDir, "GPULAYER_TASK_DIR="+ContainerAllocDir+"/"+cfg.Name)
+	if _, ok := cfg.Env["NOMAD_TASK_DIR"]; ok {
+		env = append(env, "NOMAD_TASK_DIR="+ContainerAllocDir+"/"+cfg.Name+"/local",
+			"NOMAD_SECRETS_DIR="+ContainerAllocDir+"/"+cfg.Name+"/secrets")
+	}
 	if _, ok := cfg.Env["GPULAYER_OUTPUT_DIR"]; ok {
 		env = append(env, "GPULAYER_OUTPUT_DIR="+ContainerAllocDir+"/"+cfg.Name+"/outputs")
 	}
