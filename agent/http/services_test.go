@@ -183,10 +183,12 @@ func TestExploitNodeCannotPointServiceElsewhere(t *testing.T) {
 		t.Fatalf("registrations %+v", want)
 	}
 	cases := map[string]func(r *structs.ServiceRegistration){
-		"another port":         func(r *structs.ServiceRegistration) { r.Port = 6379 },
-		"another host":         func(r *structs.ServiceRegistration) { r.Address = "169.254.169.254" },
-		"an invented name":     func(r *structs.ServiceRegistration) { r.ServiceName = "db" },
-		"an invented instance": func(r *structs.ServiceRegistration) { r.ID, r.ServiceName = structs.ServiceRegistrationID(r.AllocID, "web", "db", ""), "db" },
+		"another port":     func(r *structs.ServiceRegistration) { r.Port = 6379 },
+		"another host":     func(r *structs.ServiceRegistration) { r.Address = "169.254.169.254" },
+		"an invented name": func(r *structs.ServiceRegistration) { r.ServiceName = "db" },
+		"an invented instance": func(r *structs.ServiceRegistration) {
+			r.ID, r.ServiceName = structs.ServiceRegistrationID(r.AllocID, "web", "db", ""), "db"
+		},
 		"another alloc's ID": func(r *structs.ServiceRegistration) {
 			r.ID = structs.ServiceRegistrationID("00000000-0000-0000-0000-000000000000", "web", "web", "http")
 		},
