@@ -210,7 +210,7 @@ func (a *Agent) start() error {
 			OutputMaxBytes:   outMaxBytes,
 			MinDynamicPort:   cfg.Client.MinDynamicPort,
 			MaxDynamicPort:   cfg.Client.MaxDynamicPort,
-			ReservedPorts:    cfg.Client.ReservedPorts,
+			ReservedPorts:    cfg.clientReservedPorts(),
 		})
 		if err != nil {
 			return fmt.Errorf("start client: %w", err)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -35,4 +36,30 @@ func (c *ClientConfig) validatePorts() []string {
 		p = append(p, fmt.Sprintf("client.min_dynamic_port (%d) must not be above client.max_dynamic_port (%d)", lo, hi))
 	}
 	return p
+}
+
+// clientReservedPorts is the reserved_ports spec the client is given: the
+// operator's, plus the ports this agent listens on (http always, raft and
+// serf when the server runs), so the scheduler never gives a task's static
+// or dynamic port the agent holds (the task failed to bind, or a docker
+// mapping took the agent's port when the agent restarted).
+func (c *Config) clientReservedPorts() string {
+	spec := c.Client.ReservedPorts
+	add := func(port int) {
+		if port <= 0 || port > structs.MaxValidPort {
+			return
+		}
+		if spec != "" {
+			spec += ","
+		}
+		spec += strconv.Itoa(port)
+	}
+	if c.Ports != nil {
+		add(c.Ports.HTTP)
+		if c.Server != nil && c.Server.Enabled {
+			add(c.Ports.Raft)
+			add(c.Ports.Serf)
+		}
+	}
+	return spec
 }

@@ -1,8 +1,12 @@
 package agent
 
 import (
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gpulayer/gpulayer/structs"
 )
 
 // TestParseConfigDynamicPorts reads client { min_dynamic_port
@@ -37,5 +41,31 @@ func TestParseConfigDynamicPorts(t *testing.T) {
 		if err := parse(body); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
 		}
+	}
+}
+
+// TestClientReservesAgentPorts: the ports the agent listens on are
+// reserved on its node, so no job's static port (or dynamic pick inside a
+// range that holds them) lands on the agent's own http, raft or serf port.
+// Before, `port "x" { static = 4656 }` was placed on the node whose agent
+// held 4656 and the task could not bind.
+func TestClientReservesAgentPorts(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Server.Enabled = true
+	cfg.Client.Enabled = true
+	cfg.Client.ReservedPorts = "22"
+	got, err := structs.ParsePortRanges(cfg.clientReservedPorts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []int{22, cfg.Ports.HTTP, cfg.Ports.Raft, cfg.Ports.Serf} {
+		if !slices.Contains(got, want) {
+			t.Errorf("reserved ports %v lack %d", got, want)
+		}
+	}
+	cfg.Server.Enabled = false
+	cfg.Client.ReservedPorts = ""
+	if got := cfg.clientReservedPorts(); got != strconv.Itoa(cfg.Ports.HTTP) {
+		t.Errorf("client-only agent reserves %q, want its http port %d", got, cfg.Ports.HTTP)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/gpulayer/gpulayer/state"
@@ -75,6 +76,9 @@ func (s *Server) NodeServices(ctx context.Context, nodeID string, req *structs.N
 		}
 		c.CreateIndex, c.ModifyIndex = 0, 0
 		if err := c.Validate(); err != nil {
+			return fmt.Errorf("service registration Upsert[%d]: %w", i, err)
+		}
+		if err := declaredInstance(a, node, c); err != nil {
 			return fmt.Errorf("service registration Upsert[%d]: %w", i, err)
 		}
 		// A client's periodic resend of an unchanged instance costs no
@@ -202,4 +206,55 @@ func (s *Server) DeleteServiceRegistration(ctx context.Context, ns, name, id str
 		return fmt.Errorf("delete service registration: %w", err)
 	}
 	return nil
+}
+
+// declaredInstance checks that r is an instance the allocation's job
+// declares: its ID is the one the client builds for one of the group's
+// services (so a node cannot take over another node's registration by
+// sending its ID), its name is that service's, its port is the host port
+// the allocation holds for the service's label (0 without one) and its
+// address is the node's or that port's. A node can therefore not point a
+// service at an arbitrary host:port. Errors wrap ErrPermissionDenied.
+func declaredInstance(a *structs.Allocation, node *structs.Node, r *structs.ServiceRegistration) error {
+	var tg *structs.TaskGroup
+	if a.Job != nil {
+		tg = a.Job.LookupTaskGroup(a.TaskGroup)
+	}
+	if tg == nil {
+		return fmt.Errorf("allocation %q has no group %q: %w", a.ID, a.TaskGroup, structs.ErrPermissionDenied)
+	}
+	var shared *structs.AllocatedSharedResources
+	if a.AllocatedResources != nil {
+		shared = a.AllocatedResources.Shared
+	}
+	for _, s := range tg.GroupServices() {
+		if s == nil {
+			continue
+		}
+		owner := tg.Name
+		if s.TaskName != "" {
+			owner = s.TaskName
+		}
+		if structs.ServiceRegistrationID(a.ID, owner, s.Name, s.PortLabel) != r.ID {
+			continue
+		}
+		if r.ServiceName != s.Name {
+			return fmt.Errorf("ID %q is service %q, not %q: %w", r.ID, s.Name, r.ServiceName, structs.ErrPermissionDenied)
+		}
+		port, addrs := 0, []string{node.HostIP()}
+		if pm, ok := shared.Port(s.PortLabel); ok {
+			port = pm.Value
+			if pm.HostIP != "" {
+				addrs = append(addrs, pm.HostIP)
+			}
+		}
+		if r.Port != port {
+			return fmt.Errorf("Port: %d is not the port allocation %q holds for service %q (%d): %w", r.Port, a.ID, s.Name, port, structs.ErrPermissionDenied)
+		}
+		if !slices.Contains(addrs, r.Address) {
+			return fmt.Errorf("Address: %q is not the address of node %q or of the port of service %q: %w", r.Address, node.ID, s.Name, structs.ErrPermissionDenied)
+		}
+		return nil
+	}
+	return fmt.Errorf("ID %q is not an instance of a service of allocation %q: %w", r.ID, a.ID, structs.ErrPermissionDenied)
 }

@@ -514,6 +514,11 @@ func checkProblems(s *Service, c *ServiceCheck, labels, tasks map[string]bool, t
 		if !strings.HasPrefix(c.Path, "/") || len(c.Path) > MaxCheckPathLen {
 			add("path: an http check needs a path starting with \"/\" (at most %d characters), got %q", MaxCheckPathLen, c.Path)
 		}
+		if strings.IndexFunc(c.Path, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+			// A CR, LF or space never reaches the wire (the check's
+			// request is refused at every run); say so at submit.
+			add("path: must not hold spaces or control characters, got %q", c.Path)
+		}
 		if port == "" {
 			add("port: an http check needs a port (the service's or its own)")
 		}

@@ -43,6 +43,8 @@ func TestServiceValidate(t *testing.T) {
 			`network: port "http": label used twice`},
 		{"unknown service port", func(tg *TaskGroup) { tg.Services[0].PortLabel = "nope" },
 			`service "api": port: "nope" is not a port of the group's network block`},
+		{"http check path with CRLF", func(tg *TaskGroup) { tg.Services[0].Checks[0].Path = "/health\r\nHost: evil" },
+			`path: must not hold spaces or control characters`},
 		{"http check without path", func(tg *TaskGroup) { tg.Services[0].Checks[0].Path = "" }, `path: an http check needs a path`},
 		{"group script check without task", func(tg *TaskGroup) { tg.Services[0].Checks[1].TaskName = "" }, `task: a group service's script check must name the task`},
 		{"script check in an unknown task", func(tg *TaskGroup) { tg.Services[0].Checks[1].TaskName = "x" }, `task: "x" is not a task of the group`},

@@ -44,6 +44,8 @@ func newServicesFixture(t testing.TB) *servicesFixture {
 	}
 	job := statetest.BatchJob(0)
 	job.ID, job.Name = "web", "web"
+	job.TaskGroups[0].Networks = []*structs.NetworkResource{{ReservedPorts: []structs.Port{{Label: "http", Value: 20001}}}}
+	job.TaskGroups[0].Services = []*structs.Service{{Name: "web", PortLabel: "http"}}
 	if _, err := s.JobRegister(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +82,8 @@ func (f *servicesFixture) post(t *testing.T, nodeID, secret string, req *structs
 }
 
 func (f *servicesFixture) reg(port int) *structs.ServiceRegistration {
-	return &structs.ServiceRegistration{ID: structs.ServiceRegistrationID(f.alloc.ID, "g", "web", "http"), ServiceName: "web",
-		AllocID: f.alloc.ID, NodeID: f.a.ID, Address: "127.0.0.1", Port: port, Tags: []string{"v1"}}
+	return &structs.ServiceRegistration{ID: structs.ServiceRegistrationID(f.alloc.ID, f.alloc.TaskGroup, "web", "http"), ServiceName: "web",
+		AllocID: f.alloc.ID, NodeID: f.a.ID, Address: f.a.HostIP(), Port: port, Tags: []string{"v1"}}
 }
 
 func (f *servicesFixture) instances(t *testing.T) []*api.ServiceRegistration {
@@ -161,6 +163,45 @@ func TestExploitNodeCannotRegisterAnotherNodesServices(t *testing.T) {
 	}
 	if got := f.instances(t); len(got) != 0 {
 		t.Fatalf("after delete: %+v", got)
+	}
+}
+
+// TestExploitNodeCannotPointServiceElsewhere: a node with its own
+// allocation can register only the instances that allocation's job
+// declares, at the port the allocation holds and the node's address. It
+// cannot take over another node's registration by sending its ID (the
+// upsert overwrote it by ID), invent a service name in the allocation's
+// namespace, or point the service at an arbitrary host:port that
+// consumers of the registry and the check runner would then call.
+func TestExploitNodeCannotPointServiceElsewhere(t *testing.T) {
+	f := newServicesFixture(t)
+	if code, body := f.post(t, f.a.ID, f.a.SecretID, &structs.NodeServicesRequest{Upsert: []*structs.ServiceRegistration{f.reg(20001)}}); code != 200 {
+		t.Fatalf("A registering its own allocation: %d %s", code, body)
+	}
+	want := f.instances(t)
+	if len(want) != 1 {
+		t.Fatalf("registrations %+v", want)
+	}
+	cases := map[string]func(r *structs.ServiceRegistration){
+		"another port":     func(r *structs.ServiceRegistration) { r.Port = 6379 },
+		"another host":     func(r *structs.ServiceRegistration) { r.Address = "169.254.169.254" },
+		"an invented name": func(r *structs.ServiceRegistration) { r.ServiceName = "db" },
+		"an invented instance": func(r *structs.ServiceRegistration) {
+			r.ID, r.ServiceName = structs.ServiceRegistrationID(r.AllocID, "web", "db", ""), "db"
+		},
+		"another alloc's ID": func(r *structs.ServiceRegistration) {
+			r.ID = structs.ServiceRegistrationID("00000000-0000-0000-0000-000000000000", "web", "web", "http")
+		},
+	}
+	for name, mutate := range cases {
+		r := f.reg(20001)
+		mutate(r)
+		if code, body := f.post(t, f.a.ID, f.a.SecretID, &structs.NodeServicesRequest{Upsert: []*structs.ServiceRegistration{r}}); code != http.StatusForbidden || !strings.Contains(body, "service registration Upsert[0]") {
+			t.Errorf("%s: %d %s", name, code, body)
+		}
+	}
+	if got := f.instances(t); len(got) != 1 || got[0].Address != want[0].Address || got[0].Port != 20001 || got[0].ID != want[0].ID {
+		t.Fatalf("after hostile upserts: %+v", got)
 	}
 }
 
