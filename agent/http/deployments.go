@@ -107,28 +107,28 @@ func (h *handler) deploymentAllocations(w http.ResponseWriter, r *http.Request) 
 
 // jobDeployments handles GET /v1/job/{id}/deployments (newest first).
 func (h *handler) jobDeployments(w http.ResponseWriter, r *http.Request) (interface{}, error) {
-	ds, err := h.deploymentServer()
+	list, err := h.visibleJobDeployments(w, r)
 	if err != nil {
 		return nil, err
 	}
-	q, err := parseQueryOptions(r)
-	if err != nil {
-		return nil, err
-	}
-	list, meta, err := ds.JobDeployments(r.Context(), r.PathValue("id"), q)
-	if err != nil {
-		return nil, err
-	}
-	setMeta(w, meta)
-	// A job keyed by ID may have moved namespace: its deployments made in
-	// another one are shown only to callers that may read that one.
-	list = visible(r, list, structs.NamespaceCapabilityReadJob, deploymentNamespace)
 	return convert.DeploymentsFromStructs(list), nil
 }
 
 // jobLatestDeployment handles GET /v1/job/{id}/deployment: the newest
 // deployment, or null when the job has none (as Nomad).
 func (h *handler) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (interface{}, error) {
+	list, err := h.visibleJobDeployments(w, r)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	return convert.DeploymentFromStructs(list[0]), nil
+}
+
+// visibleJobDeployments reads the {id} job's deployments, newest first
+// (blocking), and sets the query meta. A job keyed by ID may have moved
+// namespace: its deployments made in another one are kept only for callers
+// that may read that one.
+func (h *handler) visibleJobDeployments(w http.ResponseWriter, r *http.Request) ([]*structs.Deployment, error) {
 	ds, err := h.deploymentServer()
 	if err != nil {
 		return nil, err
@@ -142,13 +142,7 @@ func (h *handler) jobLatestDeployment(w http.ResponseWriter, r *http.Request) (i
 		return nil, err
 	}
 	setMeta(w, meta)
-	// A job keyed by ID may have moved namespace: its deployments made in
-	// another one are shown only to callers that may read that one.
-	list = visible(r, list, structs.NamespaceCapabilityReadJob, deploymentNamespace)
-	if len(list) == 0 {
-		return nil, nil
-	}
-	return convert.DeploymentFromStructs(list[0]), nil
+	return visible(r, list, structs.NamespaceCapabilityReadJob, deploymentNamespace), nil
 }
 
 // deploymentIDFromBody checks that a body's DeploymentID, when set,
