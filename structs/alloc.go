@@ -87,6 +87,10 @@ type Allocation struct {
 	// health tracker or, for manual health, by a user.
 	DeploymentID     string                 `json:",omitempty"`
 	DeploymentStatus *AllocDeploymentStatus `json:",omitempty"`
+	// EndpointMember is the allocation's state in its node's endpoint
+	// router (structs/endpoint.go), set by the client's updates; nil for
+	// groups without an endpoint.
+	EndpointMember *EndpointMemberStatus `json:",omitempty"`
 
 	CreateIndex      uint64
 	ModifyIndex      uint64

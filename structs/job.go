@@ -91,6 +91,10 @@ type Job struct {
 	// Availability is the default node availability class the job's groups
 	// accept (see TaskGroup.Availability).
 	Availability string
+	// NodePool is the node pool the job's allocations are placed in
+	// (Nomad's node_pool): empty means NodePoolDefault, NodePoolAll any
+	// pool (structs/node_pool.go).
+	NodePool string `json:",omitempty"`
 	// Update is the job-level update block: each group without its own
 	// takes a copy (structs/deployment.go).
 	Update *UpdateStrategy `json:",omitempty"`
@@ -181,6 +185,10 @@ type TaskGroup struct {
 	// "Deadline Exceeded" event. Zero means no bound. See
 	// structs/deadline.go.
 	MaxRunDuration time.Duration `json:",omitempty"`
+	// Endpoint, on a service group with Count 2-16, places every
+	// allocation of the group on one node behind one router on that node
+	// (structs/endpoint.go); nil changes nothing.
+	Endpoint *Endpoint `json:",omitempty"`
 }
 
 // Task is one process or container run by a driver.

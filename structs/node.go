@@ -59,6 +59,9 @@ type Node struct {
 	// AvailabilityOpportunistic (the node may go away; it takes only groups
 	// that opt in).
 	Availability string
+	// NodePool is the node pool the node belongs to (Nomad's node_pool);
+	// empty means NodePoolDefault.
+	NodePool string `json:",omitempty"`
 	// Reserved lists capabilities the node is kept for, such as "voice":
 	// it takes only groups that require one of them.
 	Reserved []string
