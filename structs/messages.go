@@ -48,6 +48,10 @@ const (
 	PeriodicLaunchRequestType     MessageType = 18
 	JobDispatchRequestType        MessageType = 19
 	JobChildrenReleaseRequestType MessageType = 20
+	// Provisioning (structs/provision.go): 32-34.
+	ProvisionRequestUpsertRequestType MessageType = 32
+	ProvisionResultRequestType        MessageType = 33
+	ProvisionRequestDeleteRequestType MessageType = 34
 )
 
 // IgnoreUnknownTypeFlag is set on message types that older servers may
@@ -117,6 +121,13 @@ func (t MessageType) String() string {
 		return "JobDispatch"
 	case JobChildrenReleaseRequestType:
 		return "JobChildrenRelease"
+	// Provisioning.
+	case ProvisionRequestUpsertRequestType:
+		return "ProvisionRequestUpsert"
+	case ProvisionResultRequestType:
+		return "ProvisionResult"
+	case ProvisionRequestDeleteRequestType:
+		return "ProvisionRequestDelete"
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }

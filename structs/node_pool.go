@@ -49,7 +49,18 @@ type PoolScalingPolicy struct {
 	IdleAfter time.Duration
 	// Idle is the rule that says a node is idle.
 	Idle PoolIdleRule
+	// Orphans says what the leader does with a host the provider lists as
+	// the pool's but no provision request accounts for (found after a
+	// leader failover): "terminate" (the default, also for "") or "adopt"
+	// (record it as the pool's host).
+	Orphans string `json:",omitempty"`
 }
+
+// Orphan host policies (PoolScalingPolicy.Orphans).
+const (
+	PoolOrphansTerminate = "terminate"
+	PoolOrphansAdopt     = "adopt"
+)
 
 // MaxPoolNodes bounds a pool's Max.
 const MaxPoolNodes = 1000

@@ -80,6 +80,9 @@ type FSM struct {
 	halted atomic.Pointer[error]
 	// lastApplied is the Raft index of the last entry Apply finished.
 	lastApplied atomic.Uint64
+	// staleProvisionResults counts provider answers dropped as stale
+	// (commands_provision.go).
+	staleProvisionResults atomic.Uint64
 }
 
 // New returns an FSM over a new, empty state store. It returns an error

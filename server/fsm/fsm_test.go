@@ -362,7 +362,8 @@ func TestApplyEachMessageType(t *testing.T) {
 	// 18 types above; the 3 of periodic and parameterized jobs, whose
 	// answers are results rather than nil, are in children_test.go; the 3
 	// of service registrations in commands_services_test.go.
-	if every := registeredTypes(); len(every) != 18+3+deploymentMessageTypes+3 {
+	// Provisioning: the 3 types are in commands_provision_test.go.
+	if every := registeredTypes(); len(every) != 18+3+deploymentMessageTypes+3+provisionMessageTypes {
 		t.Fatalf("registered types = %v", every)
 	}
 }

@@ -62,6 +62,8 @@ const (
 	// Allocations without their job (format 2).
 	SnapshotRecordAllocJob SnapshotRecordType = 11 // a snapshotAllocJob: a job version allocations name
 	SnapshotRecordAllocRef SnapshotRecordType = 12 // a snapshotAllocRef: an allocation and its job's Ref
+	// Provisioning.
+	SnapshotRecordProvisionRequest SnapshotRecordType = 15 // a *structs.ProvisionRequest
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
 	SnapshotRecordEnd SnapshotRecordType = 255
 )
@@ -163,7 +165,9 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap, state.TableArtifacts,
 		state.TableServiceRegistrations, state.TablePeriodicLaunch,
 		// Job versions and deployments.
-		state.TableJobVersions, state.TableDeployments} {
+		state.TableJobVersions, state.TableDeployments,
+		// Provisioning.
+		state.TableProvisionRequests} {
 		idx, err := snap.Index(table)
 		if err != nil {
 			return err
@@ -239,7 +243,10 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 			return err
 		}
 	}
-	return writeDeploymentState(sw, snap)
+	if err := writeDeploymentState(sw, snap); err != nil {
+		return err
+	}
+	return writeProvisionState(sw, snap)
 }
 
 // writeAllocs writes allocs as SnapshotRecordAllocRef records, each distinct
@@ -609,6 +616,12 @@ func (rs *restoreState) record(t SnapshotRecordType) error {
 			return err
 		}
 		return restore.PeriodicLaunchRestore(&l)
+	case SnapshotRecordProvisionRequest:
+		var pr structs.ProvisionRequest
+		if err := decodeRecord(dec, &pr); err != nil {
+			return err
+		}
+		return restore.ProvisionRequestRestore(&pr)
 	case SnapshotRecordIndex:
 		var ie state.IndexEntry
 		if err := decodeRecord(dec, &ie); err != nil {
