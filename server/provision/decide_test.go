@@ -1,0 +1,171 @@
+package provision
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// TestScaleUpFromBlockedEvals: two blocked one-GPU jobs of the pool make
+// one decision of two hosts, with the reason naming the need; the hosts
+// are created, and a second step adds nothing (they are coming).
+func TestScaleUpFromBlockedEvals(t *testing.T) {
+	ctx := context.Background()
+	pool := gpuPool("gpu", 0, 4)
+	pool.Scaling.Shape.NodeClass = "a100"
+	h := newHarness(t, pool)
+	for i := 0; i < 2; i++ {
+		job := h.blockJob("gpu", 1, 1, false)
+		_ = job
+	}
+	// A job of another pool, and one asking for more GPUs than a host
+	// has, add nothing.
+	h.blockJob("default", 1, 1, false)
+	h.blockJob("gpu", 2, 1, false)
+	h.step(ctx)
+	reqs := h.requests("gpu")
+	if len(reqs) != 2 {
+		t.Fatalf("requests = %d, want 2", len(reqs))
+	}
+	want := "2 blocked evals need nvidia/gpu x 1: +2"
+	for _, r := range reqs {
+		if r.Reason != want || r.Op != structs.ProvisionOpCreate || r.IdempotencyKey == "" || r.NodeName == "" {
+			t.Fatalf("request = %+v, want reason %q", r, want)
+		}
+		if r.CreateIndex != reqs[0].CreateIndex {
+			t.Fatal("one decision was split over entries")
+		}
+	}
+	h.settle(ctx)
+	if hosts, creates := h.provs["gpu"].count(); hosts != 2 || creates != 2 {
+		t.Fatalf("hosts %d creates %d, want 2 and 2", hosts, creates)
+	}
+	h.advance(time.Hour) // past any cooldown
+	h.step(ctx)
+	if n := len(h.requests("gpu")); n != 2 {
+		t.Fatalf("a second step decided again: %d requests (hosts not joined yet are coming)", n)
+	}
+	st, err := BuildPoolStatus(h.fsm.State(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Hosts != 2 || len(st.Decisions) != 1 || st.Decisions[0].Reason != want || st.Decisions[0].Count != 2 || len(st.Nodes) != 2 || st.Nodes[0].State != PoolNodeJoining {
+		t.Fatalf("status = %+v", st)
+	}
+}
+
+// TestScaleUpBoundsAndCooldown: demand beyond Max is capped and says so;
+// nothing more is decided within the cooldown, and after it only what
+// Max still allows.
+func TestScaleUpBoundsAndCooldown(t *testing.T) {
+	ctx := context.Background()
+	pool := gpuPool("gpu", 0, 3)
+	pool.Scaling.Cooldown = 5 * time.Minute
+	h := newHarness(t, pool)
+	for i := 0; i < 5; i++ {
+		h.blockJob("gpu", 1, 1, false)
+	}
+	h.step(ctx)
+	reqs := h.requests("gpu")
+	if len(reqs) != 3 || !strings.Contains(reqs[0].Reason, "5 blocked evals need nvidia/gpu x 1: +3 (capped at max 3)") {
+		t.Fatalf("requests = %d, reason %q", len(reqs), reqs[0].Reason)
+	}
+	// Lower the pool to one host, more work arrives: within the cooldown
+	// nothing happens.
+	h.blockJob("gpu", 1, 1, false)
+	h.advance(time.Minute)
+	h.step(ctx)
+	if n := len(h.requests("gpu")); n != 3 {
+		t.Fatalf("decided within the cooldown: %d requests", n)
+	}
+	h.advance(5 * time.Minute)
+	h.step(ctx)
+	if n := len(h.requests("gpu")); n != 3 {
+		t.Fatalf("went past max: %d requests", n)
+	}
+}
+
+// TestScaleUpMin tops a pool up to Min without blocked work.
+func TestScaleUpMin(t *testing.T) {
+	h := newHarness(t, gpuPool("gpu", 2, 4))
+	h.step(context.Background())
+	reqs := h.requests("gpu")
+	if len(reqs) != 2 || reqs[0].Reason != "pool below min 2: +2" {
+		t.Fatalf("requests = %+v", reqs)
+	}
+}
+
+// TestGangAllOrNothing: a 4-node gang gets 4 requests with one GroupKey
+// when Max allows it, none when it does not; a second step adds no
+// second set.
+func TestGangAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	small := gpuPool("small", 0, 3)
+	big := gpuPool("big", 0, 8)
+	h := newHarness(t, small, big)
+	h.blockJob("small", 1, 4, true)
+	h.blockJob("big", 1, 4, true)
+	h.step(ctx)
+	if n := len(h.requests("small")); n != 0 {
+		t.Fatalf("a 4-node gang in a pool of max 3 got %d requests", n)
+	}
+	reqs := h.requests("big")
+	if len(reqs) != 4 {
+		t.Fatalf("gang requests = %d, want 4", len(reqs))
+	}
+	for _, r := range reqs {
+		if r.GroupKey == "" || r.GroupKey != reqs[0].GroupKey || !strings.HasPrefix(r.Reason, "gang of 4 needs nvidia/gpu x 1: +4") {
+			t.Fatalf("request = %+v", r)
+		}
+	}
+	h.settle(ctx)
+	h.advance(time.Hour)
+	h.step(ctx)
+	if n := len(h.requests("big")); n != 4 {
+		t.Fatalf("second gang set: %d requests", n)
+	}
+}
+
+// TestGangPartialSetTornDown: when one member of a gang fails for good,
+// the members made are terminated and none is left: no half-made set.
+func TestGangPartialSetTornDown(t *testing.T) {
+	ctx := context.Background()
+	pool := gpuPool("gpu", 0, 8)
+	h2 := newHarness(t, pool)
+	fp := h2.provs["gpu"]
+	// Record the set without dispatching, then make one key fail.
+	if err := h2.p.recordCreates(pool, scaleUp{count: 4, groupKey: "gang/test", reason: "gang of 4"}, h2.clock()); err != nil {
+		t.Fatal(err)
+	}
+	set := h2.requests("gpu")
+	fp.mu.Lock()
+	fp.failKey = map[string]bool{set[2].IdempotencyKey: true}
+	fp.mu.Unlock()
+	waittest.Until(t, 10*time.Second, "gang torn down", func() bool {
+		h2.advance(time.Minute) // past every backoff
+		h2.step(ctx)
+		hosts, _ := fp.count()
+		for _, r := range h2.requests("gpu") {
+			if !r.Finished() {
+				return false
+			}
+		}
+		return hosts == 0
+	})
+	canceled := 0
+	for _, r := range h2.requests("gpu") {
+		if r.Op == structs.ProvisionOpCreate && r.Status == structs.ProvisionStatusCanceled {
+			canceled++
+		}
+	}
+	if canceled == 0 {
+		t.Fatal("no member recorded as failed for good")
+	}
+	if hosts, _ := fp.count(); hosts != 0 {
+		t.Fatalf("%d hosts of a failed gang left", hosts)
+	}
+}
