@@ -15,6 +15,7 @@ import (
 	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // fakeProvider is an in-test Provider: hosts in a map, with switches for
@@ -244,6 +245,24 @@ func (h *harness) step(ctx context.Context) {
 	}
 }
 
+// warm runs the first Step and waits for its reconciles only (not for
+// provider calls, which a test may hold).
+func (h *harness) warm(ctx context.Context) {
+	h.t.Helper()
+	h.p.Step(ctx)
+	waittest.Until(h.t, 10*time.Second, "first reconcile", func() bool {
+		h.p.mu.Lock()
+		defer h.p.mu.Unlock()
+		for name := range h.pools {
+			if h.p.lastReconcile[name].IsZero() {
+				return false
+			}
+		}
+		return true
+	})
+	h.warmed = true
+}
+
 // settle steps until the requests of every pool are finished or the
 // deadline passes.
 func (h *harness) settle(ctx context.Context) {
@@ -306,4 +325,13 @@ func (h *harness) joinNode(pool, name string) *structs.Node {
 	n.NodePool = pool
 	h.must(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: n})
 	return n
+}
+
+func testutilCount(t *testing.T, m *Metrics, pool, op string) float64 {
+	t.Helper()
+	var out dto.Metric
+	if err := m.failures.WithLabelValues(pool, op).Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.GetCounter().GetValue()
 }
