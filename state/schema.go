@@ -36,6 +36,8 @@ var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, Tab
 	TableJobVersions, TableDeployments,
 	// Periodic jobs.
 	TablePeriodicLaunch,
+	// Node pools.
+	TableNodePools,
 	// Provisioning.
 	TableProvisionRequests}
 
@@ -65,6 +67,8 @@ var schemaFns = []func() *memdb.TableSchema{
 	deploymentsTableSchema,
 	// Periodic jobs.
 	periodicLaunchTableSchema,
+	// Node pools.
+	nodePoolsTableSchema,
 	// Provisioning.
 	provisionRequestsTableSchema,
 }

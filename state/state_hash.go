@@ -35,6 +35,8 @@ func (s *StateStore) Hash() (string, error) {
 		TableDeployments,
 		// Periodic jobs.
 		TablePeriodicLaunch,
+		// Node pools.
+		TableNodePools,
 		// Provisioning.
 		TableProvisionRequests} {
 		it, err := txn.Get(table, "id")

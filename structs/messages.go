@@ -48,6 +48,9 @@ const (
 	PeriodicLaunchRequestType     MessageType = 18
 	JobDispatchRequestType        MessageType = 19
 	JobChildrenReleaseRequestType MessageType = 20
+	// Node pools (structs/node_pool.go): 27 and 31.
+	NodePoolUpsertRequestType MessageType = 27
+	NodePoolDeleteRequestType MessageType = 31
 	// Provisioning (structs/provision.go): 32-34.
 	ProvisionRequestUpsertRequestType MessageType = 32
 	ProvisionResultRequestType        MessageType = 33
@@ -121,6 +124,11 @@ func (t MessageType) String() string {
 		return "JobDispatch"
 	case JobChildrenReleaseRequestType:
 		return "JobChildrenRelease"
+	// Node pools.
+	case NodePoolUpsertRequestType:
+		return "NodePoolUpsert"
+	case NodePoolDeleteRequestType:
+		return "NodePoolDelete"
 	// Provisioning.
 	case ProvisionRequestUpsertRequestType:
 		return "ProvisionRequestUpsert"

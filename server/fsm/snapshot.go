@@ -62,6 +62,8 @@ const (
 	// Allocations without their job (format 2).
 	SnapshotRecordAllocJob SnapshotRecordType = 11 // a snapshotAllocJob: a job version allocations name
 	SnapshotRecordAllocRef SnapshotRecordType = 12 // a snapshotAllocRef: an allocation and its job's Ref
+	// Node pools.
+	SnapshotRecordNodePool SnapshotRecordType = 14 // a *structs.NodePool (written pools only)
 	// Provisioning.
 	SnapshotRecordProvisionRequest SnapshotRecordType = 15 // a *structs.ProvisionRequest
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
@@ -166,6 +168,8 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 		state.TableServiceRegistrations, state.TablePeriodicLaunch,
 		// Job versions and deployments.
 		state.TableJobVersions, state.TableDeployments,
+		// Node pools.
+		state.TableNodePools,
 		// Provisioning.
 		state.TableProvisionRequests} {
 		idx, err := snap.Index(table)
@@ -244,6 +248,10 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 		}
 	}
 	if err := writeDeploymentState(sw, snap); err != nil {
+		return err
+	}
+	// Node pools.
+	if err := writeNodePools(sw, snap); err != nil {
 		return err
 	}
 	return writeProvisionState(sw, snap)
@@ -616,6 +624,13 @@ func (rs *restoreState) record(t SnapshotRecordType) error {
 			return err
 		}
 		return restore.PeriodicLaunchRestore(&l)
+	// Node pools.
+	case SnapshotRecordNodePool:
+		var p structs.NodePool
+		if err := decodeRecord(dec, &p); err != nil {
+			return err
+		}
+		return restore.NodePoolRestore(&p)
 	case SnapshotRecordProvisionRequest:
 		var pr structs.ProvisionRequest
 		if err := decodeRecord(dec, &pr); err != nil {
