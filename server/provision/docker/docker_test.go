@@ -1,6 +1,7 @@
 package docker_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -92,7 +93,21 @@ func startServer(t *testing.T) *server {
 }
 
 func (s *server) do(method, path string, out any) error {
-	req, err := http.NewRequest(method, s.url+path, nil)
+	return s.send(method, path, nil, out)
+}
+
+// send makes one API request with body as JSON (none when nil) and
+// decodes the answer into out (when not nil).
+func (s *server) send(method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.url+path, rd)
 	if err != nil {
 		return err
 	}
@@ -110,6 +125,9 @@ func (s *server) do(method, path string, out any) error {
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	if out == nil {
+		return nil
 	}
 	return json.Unmarshal(b, out)
 }
@@ -249,6 +267,59 @@ func TestDockerProvider(t *testing.T) {
 		if n.NodeClass != "sim-a100" || gpus != 1 || !strings.HasPrefix(n.HTTPAddr, "127.0.0.1:") {
 			t.Errorf("node %s: class %q, %d simulated GPUs, http %s", n.Name, n.NodeClass, gpus, n.HTTPAddr)
 		}
+	}
+
+	// A GPU batch job runs on a container node (native driver, the
+	// image's own binary), and its logs come back through the server,
+	// which proxies to the container agent's HTTP port.
+	job := map[string]any{
+		"ID": pool + "-job", "Type": "batch",
+		"TaskGroups": []any{map[string]any{
+			"Name": "g", "Count": 1,
+			"Tasks": []any{map[string]any{
+				"Name": "t", "Driver": "native",
+				"Config":    map[string]any{"command": docker.AgentPath, "args": []string{"version"}},
+				"Resources": map[string]any{"CPU": 100, "MemoryMB": 32, "Devices": []any{map[string]any{"Name": "nvidia/gpu", "Count": 1}}},
+			}},
+		}},
+	}
+	if err := srv.send(http.MethodPut, "/v1/jobs", map[string]any{"Job": job}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var done *api.Allocation
+	waittest.For(t, 60*time.Second, "the job's allocation complete on a container node", func() (bool, string) {
+		var allocs []*api.Allocation
+		if err := srv.do(http.MethodGet, "/v1/job/"+pool+"-job/allocations", &allocs); err != nil {
+			return false, err.Error()
+		}
+		var states []string
+		for _, a := range allocs {
+			if a.ClientStatus == structs.AllocClientStatusComplete {
+				done = a
+				return true, ""
+			}
+			if a.ClientStatus == structs.AllocClientStatusFailed {
+				b, _ := json.Marshal(a.TaskStates)
+				t.Fatalf("allocation failed: %s", b)
+			}
+			states = append(states, a.ClientStatus)
+		}
+		return false, fmt.Sprintf("allocations %v", states)
+	})
+	logReq, err := http.NewRequest(http.MethodGet, srv.url+"/v1/client/fs/logs/"+done.ID+"?task=t&type=stdout&plain=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logReq.Header.Set("X-Nomad-Token", srv.token)
+	resp, err := http.DefaultClient.Do(logReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	t.Logf("allocation %s on node %s; its stdout through the server: %q", done.ID, done.NodeID, logs)
+	if resp.StatusCode != http.StatusOK || len(bytes.TrimSpace(logs)) == 0 {
+		t.Errorf("task logs through the server: %d %q", resp.StatusCode, logs)
 	}
 
 	for _, h := range []provision.Host{h1, h2} {
