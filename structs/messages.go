@@ -48,6 +48,9 @@ const (
 	PeriodicLaunchRequestType     MessageType = 18
 	JobDispatchRequestType        MessageType = 19
 	JobChildrenReleaseRequestType MessageType = 20
+	// Node pools (structs/node_pool.go): 27 and 31.
+	NodePoolUpsertRequestType MessageType = 27
+	NodePoolDeleteRequestType MessageType = 31
 )
 
 // IgnoreUnknownTypeFlag is set on message types that older servers may
@@ -117,6 +120,11 @@ func (t MessageType) String() string {
 		return "JobDispatch"
 	case JobChildrenReleaseRequestType:
 		return "JobChildrenRelease"
+	// Node pools.
+	case NodePoolUpsertRequestType:
+		return "NodePoolUpsert"
+	case NodePoolDeleteRequestType:
+		return "NodePoolDelete"
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }

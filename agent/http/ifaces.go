@@ -39,6 +39,8 @@ var (
 	_ metricsCollector   = (*server.Server)(nil)
 	_ nodeSecreter       = (*server.Server)(nil)
 	_ raftMembers        = (*server.Server)(nil)
+	// Node pools.
+	_ NodePoolServer = (*server.Server)(nil)
 )
 
 // FullClient is Client plus every optional interface the handler

@@ -325,6 +325,33 @@ func TestApplyEachMessageType(t *testing.T) {
 			name: "acl policy delete missing", mt: structs.ACLPolicyDeleteRequestType,
 			msg: &structs.ACLPolicyDeleteRequest{Names: []string{"readonly"}}, wantErr: structs.ErrNotFound,
 		},
+		// Node pools.
+		{
+			name: "node pool upsert", mt: structs.NodePoolUpsertRequestType,
+			msg: &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{{Name: "gpu", Scaling: &structs.PoolScalingPolicy{Provider: "exec", Max: 2}}}},
+			check: func(t *testing.T) {
+				if p, _ := tf.State().NodePoolByName(nil, "gpu"); p == nil || p.Scaling.Max != 2 {
+					t.Fatalf("pool = %+v", p)
+				}
+			},
+		},
+		{
+			name: "node pool upsert all", mt: structs.NodePoolUpsertRequestType,
+			msg: &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{{Name: "all", Description: "x"}}}, wantErr: structs.ErrInvalid,
+		},
+		{
+			name: "node pool delete built-in", mt: structs.NodePoolDeleteRequestType,
+			msg: &structs.NodePoolDeleteRequest{Names: []string{"default"}}, wantErr: structs.ErrInvalid,
+		},
+		{
+			name: "node pool delete", mt: structs.NodePoolDeleteRequestType,
+			msg: &structs.NodePoolDeleteRequest{Names: []string{"gpu"}},
+			check: func(t *testing.T) {
+				if p, _ := tf.State().NodePoolByName(nil, "gpu"); p != nil {
+					t.Fatalf("pool still there: %+v", p)
+				}
+			},
+		},
 	}
 	for i, st := range steps {
 		index := uint64(i + 1)
@@ -359,10 +386,11 @@ func TestApplyEachMessageType(t *testing.T) {
 			t.FailNow()
 		}
 	}
-	// 18 types above; the 3 of periodic and parameterized jobs, whose
-	// answers are results rather than nil, are in children_test.go; the 3
-	// of service registrations in commands_services_test.go.
-	if every := registeredTypes(); len(every) != 18+3+deploymentMessageTypes+3 {
+	// 18 types above, and the 2 of node pools; the 3 of periodic and
+	// parameterized jobs, whose answers are results rather than nil, are
+	// in children_test.go; the 3 of service registrations in
+	// commands_services_test.go.
+	if every := registeredTypes(); len(every) != 18+2+3+deploymentMessageTypes+3 {
 		t.Fatalf("registered types = %v", every)
 	}
 }
@@ -507,5 +535,9 @@ func seedMessages() map[structs.MessageType]interface{} {
 		structs.DeploymentPromoteRequestType: &structs.DeploymentPromoteRequest{DeploymentID: "d", All: true, Eval: eval},
 		structs.DeploymentAllocHealthRequestType: &structs.DeploymentAllocHealthRequest{DeploymentID: "d", HealthyAllocationIDs: []string{alloc.ID},
 			UnhealthyAllocationIDs: []string{"x"}, Timestamp: 5},
+		// Node pools.
+		structs.NodePoolUpsertRequestType: &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{{Name: "gpu",
+			Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 1, ProviderConfig: map[string]string{"image": "x"}}}}},
+		structs.NodePoolDeleteRequestType: &structs.NodePoolDeleteRequest{Names: []string{"gpu"}},
 	}
 }
