@@ -1,0 +1,129 @@
+package docker
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/hcl/v2/hclwrite"
+	"github.com/zclconf/go-cty/cty"
+
+	"github.com/gpulayer/gpulayer/server/provision"
+)
+
+// Bounds on a create request's fields (they become labels and agent
+// config values).
+const (
+	maxPoolLen     = 128
+	maxKeyLen      = 256
+	maxNodeNameLen = 128
+	maxGPUs        = 64
+	maxServers     = 16
+	maxTokenLen    = 512
+)
+
+// writeNodePool says whether the agent config names the pool
+// (client { node_pool }); it is set once the agent knows that setting.
+const writeNodePool = false
+
+// checkRequest bounds what a request puts in labels and the agent config.
+func checkRequest(req provision.CreateRequest) error {
+	text := func(field, v string, max int) error {
+		if v == "" || len(v) > max {
+			return fmt.Errorf("docker provider: %s: must be 1 to %d bytes, got %d", field, max, len(v))
+		}
+		for _, r := range v {
+			if r < 0x20 || r == 0x7f {
+				return fmt.Errorf("docker provider: %s: %q holds control characters", field, v)
+			}
+		}
+		return nil
+	}
+	if err := text("pool", req.Pool, maxPoolLen); err != nil {
+		return err
+	}
+	if err := text("idempotency key", req.IdempotencyKey, maxKeyLen); err != nil {
+		return err
+	}
+	if err := text("node name", req.NodeName, maxNodeNameLen); err != nil {
+		return err
+	}
+	sh := req.Shape
+	if sh.GPUCount < 0 || sh.GPUCount > maxGPUs {
+		return fmt.Errorf("docker provider: shape gpu count: must be 0 to %d, got %d", maxGPUs, sh.GPUCount)
+	}
+	if sh.GPUMemoryMB < 0 {
+		return fmt.Errorf("docker provider: shape gpu memory: must be 0 or more MiB, got %d", sh.GPUMemoryMB)
+	}
+	switch sh.MemoryModel {
+	case "", "discrete", "unified":
+	default:
+		return fmt.Errorf("docker provider: shape memory model: %q is not discrete or unified", sh.MemoryModel)
+	}
+	switch sh.Availability {
+	case "", "continuous", "opportunistic":
+	default:
+		return fmt.Errorf("docker provider: shape availability: %q is not continuous or opportunistic", sh.Availability)
+	}
+	if len(req.Join.Servers) == 0 || len(req.Join.Servers) > maxServers {
+		return fmt.Errorf("docker provider: join servers: must name 1 to %d addresses, got %d", maxServers, len(req.Join.Servers))
+	}
+	for _, s := range req.Join.Servers {
+		if err := text("join server", s, 256); err != nil {
+			return err
+		}
+	}
+	if len(req.Join.Token) > maxTokenLen {
+		return fmt.Errorf("docker provider: join token: at most %d bytes", maxTokenLen)
+	}
+	return nil
+}
+
+// agentConfig renders the container agent's config file: a client-only
+// agent named req.NodeName on 127.0.0.1:port with the pool's shape as
+// simulated GPUs and node class, joining req.Join's servers with its
+// token. Values are written by hclwrite (quoted and escaped, templates
+// included), never pasted into the text.
+func agentConfig(req provision.CreateRequest, s Settings, port int) ([]byte, error) {
+	f := hclwrite.NewEmptyFile()
+	b := f.Body()
+	str := func(body *hclwrite.Body, name, v string) {
+		if v != "" {
+			body.SetAttributeValue(name, cty.StringVal(v))
+		}
+	}
+	str(b, "name", req.NodeName)
+	str(b, "data_dir", DataDir)
+	str(b, "bind_addr", "127.0.0.1")
+	str(b, "log_level", s.LogLevel)
+	str(b, "region", req.Join.Region)
+	str(b, "datacenter", req.Join.Datacenter)
+	ports := b.AppendNewBlock("ports", nil).Body()
+	ports.SetAttributeValue("http", cty.NumberIntVal(int64(port)))
+	if req.Join.Token != "" {
+		str(b.AppendNewBlock("acl", nil).Body(), "token", req.Join.Token)
+	}
+	cl := b.AppendNewBlock("client", nil).Body()
+	cl.SetAttributeValue("enabled", cty.True)
+	servers := make([]cty.Value, 0, len(req.Join.Servers))
+	for _, sv := range req.Join.Servers {
+		servers = append(servers, cty.StringVal(sv))
+	}
+	cl.SetAttributeValue("servers", cty.ListVal(servers))
+	if writeNodePool {
+		str(cl, "node_pool", req.Pool)
+	}
+	sh := req.Shape
+	str(cl, "node_class", sh.NodeClass)
+	str(cl, "memory_model", sh.MemoryModel)
+	str(cl, "availability", sh.Availability)
+	if sh.GPUCount > 0 {
+		g := cl.AppendNewBlock("simulated_gpu", nil).Body()
+		g.SetAttributeValue("count", cty.NumberIntVal(int64(sh.GPUCount)))
+		str(g, "model", sh.GPUModel)
+		if sh.GPUMemoryMB > 0 {
+			g.SetAttributeValue("memory", cty.NumberIntVal(int64(sh.GPUMemoryMB)))
+		}
+	} else {
+		cl.SetAttributeValue("dev_gpus", cty.NumberIntVal(0))
+	}
+	return f.Bytes(), nil
+}

@@ -1,0 +1,390 @@
+package docker_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gpulayer/gpulayer/agent"
+	"github.com/gpulayer/gpulayer/agent/driver/docker/dockertest"
+	"github.com/gpulayer/gpulayer/internal/porttest"
+	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/gpulayer/gpulayer/server/provision"
+	"github.com/gpulayer/gpulayer/server/provision/docker"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  string
+)
+
+// staticBinary builds the gpulayer binary with CGO_ENABLED=0 once per test
+// binary (the image is FROM scratch).
+func staticBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+		dir, err := os.MkdirTemp("", "gpulayer-provider-bin")
+		if err != nil {
+			binErr = err.Error()
+			return
+		}
+		binPath = filepath.Join(dir, "gpulayer")
+		build := exec.Command("go", "build", "-o", binPath, ".")
+		build.Dir = root
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			binErr = fmt.Sprintf("static build: %v\n%s", err, out)
+		}
+	})
+	if binErr != "" {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// server is an in-process server-only agent on 127.0.0.1 with ACLs on,
+// bootstrapped: the containers (host network) reach it there.
+type server struct {
+	url   string
+	addr  string
+	token string
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	cfg := agent.DefaultConfig()
+	cfg.Name = "provider-test-server"
+	cfg.Server.Enabled = true
+	cfg.BindAddr = "127.0.0.1"
+	cfg.DataDir = t.TempDir()
+	cfg.Ports.HTTP, cfg.Ports.Raft, cfg.Ports.Serf = porttest.Take(t), porttest.Take(t), porttest.Take(t)
+	a, err := agent.New(cfg, hclog.New(&hclog.LoggerOptions{Name: cfg.Name, Level: hclog.Warn, Output: io.Discard}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Shutdown() })
+	s := &server{url: "http://" + a.HTTPAddr(), addr: a.HTTPAddr()}
+	var tok api.ACLToken
+	waittest.NoErr(t, 30*time.Second, "ACL bootstrap", func() (bool, error) {
+		err := s.do(http.MethodPut, "/v1/acl/bootstrap", &tok)
+		return err == nil && tok.SecretID != "", err
+	})
+	s.token = tok.SecretID
+	return s
+}
+
+func (s *server) do(method, path string, out any) error {
+	return s.send(method, path, nil, out)
+}
+
+// send makes one API request with body as JSON (none when nil) and
+// decodes the answer into out (when not nil).
+func (s *server) send(method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, s.url+path, rd)
+	if err != nil {
+		return err
+	}
+	if s.token != "" {
+		req.Header.Set("X-Nomad-Token", s.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(b, out)
+}
+
+// containerLogs returns the tail of a container's logs, for failure
+// messages.
+func containerLogs(id string) string {
+	out, _ := exec.Command("docker", "logs", "--tail", "30", id).CombinedOutput()
+	return string(out)
+}
+
+// TestDockerProvider runs the provider against the local engine and a
+// real in-process server: two hosts are created (the image built FROM
+// scratch from the static binary), a create repeated with the same key —
+// twice at once — returns the same container, List finds exactly the two,
+// each container's agent registers as a ready node with the shape's
+// simulated GPUs using the join token, and Terminate removes each (a
+// second Terminate of a gone host is nil), leaving no container.
+func TestDockerProvider(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an image and runs containers (skipped under -short)")
+	}
+	dockertest.Require(t)
+	bin := staticBinary(t)
+	srv := startServer(t)
+	pool := fmt.Sprintf("ptest-%d-%d", os.Getpid(), rand.IntN(1e6))
+	ports := []string{}
+	for range 3 {
+		ports = append(ports, fmt.Sprint(porttest.Take(t)))
+	}
+	p, err := docker.New(docker.Config{Binary: bin, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: testWriter{t}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Whatever the test left, by label.
+		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+docker.LabelPool+"="+pool).Output()
+		for _, id := range strings.Fields(string(out)) {
+			_ = exec.Command("docker", "rm", "-f", id).Run()
+		}
+		_ = p.Close()
+	})
+	pc := map[string]string{docker.KeyHTTPPorts: strings.Join(ports, ","), docker.KeyMemoryMB: "256", docker.KeyPids: "256", docker.KeyLogLevel: "debug"}
+	req := func(key, name string) provision.CreateRequest {
+		return provision.CreateRequest{
+			Pool: pool, IdempotencyKey: key, NodeName: name, Config: pc,
+			Shape: structs.NodeShape{NodeClass: "sim-a100", GPUModel: "NVIDIA A100-SXM4-80GB", GPUCount: 1, GPUMemoryMB: 81920},
+			Join:  provision.JoinInfo{Servers: []string{srv.addr}, Token: srv.token, Region: "global", Datacenter: "dc1"},
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	h1, err := p.Create(ctx, req("key-1", pool+"-n1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same key twice at once: one container, both calls answer it.
+	var wg sync.WaitGroup
+	twice := make([]provision.Host, 2)
+	errs := make([]error, 2)
+	for i := range twice {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			twice[i], errs[i] = p.Create(ctx, req("key-2", pool+"-n2"))
+		}()
+	}
+	wg.Wait()
+	for i := range twice {
+		if errs[i] != nil {
+			t.Fatalf("concurrent create %d: %v", i, errs[i])
+		}
+	}
+	h2 := twice[0]
+	if twice[1].ID != h2.ID || h2.ID == h1.ID {
+		t.Fatalf("concurrent creates with one key: %s and %s (first host %s)", twice[0].ID, twice[1].ID, h1.ID)
+	}
+	again, err := p.Create(ctx, req("key-1", pool+"-n1"))
+	if err != nil || again.ID != h1.ID {
+		t.Fatalf("repeated create: %+v, %v; want %s", again, err, h1.ID)
+	}
+	if h1.Pool != pool || h1.IdempotencyKey != "key-1" || h1.NodeName != pool+"-n1" || h1.State != "running" {
+		t.Errorf("host: %+v", h1)
+	}
+
+	hosts, err := p.List(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hosts) != 2 || hosts[0].ID != h1.ID || hosts[1].ID != h2.ID {
+		t.Fatalf("list: %+v", hosts)
+	}
+	if other, err := p.List(ctx, pool+"-other"); err != nil || len(other) != 0 {
+		t.Fatalf("list of another pool: %+v, %v", other, err)
+	}
+
+	// The join proof: both agents register with the server as ready
+	// nodes of the shape's class, with one simulated GPU each.
+	names := map[string]string{pool + "-n1": h1.ID, pool + "-n2": h2.ID}
+	var nodes []*api.Node
+	waittest.For(t, 90*time.Second, "both container agents registered as ready nodes", func() (bool, string) {
+		nodes = nil
+		if err := srv.do(http.MethodGet, "/v1/nodes", &nodes); err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		var seen []string
+		for _, n := range nodes {
+			seen = append(seen, n.Name+"="+n.Status)
+			if _, ok := names[n.Name]; ok && n.Status == structs.NodeStatusReady {
+				ready++
+			}
+		}
+		if ready == 2 {
+			return true, ""
+		}
+		var logs []string
+		for _, id := range names {
+			logs = append(logs, containerLogs(id))
+		}
+		return false, fmt.Sprintf("nodes %v; container logs:\n%s", seen, strings.Join(logs, "\n---\n"))
+	})
+	for _, stub := range nodes {
+		var n api.Node
+		if err := srv.do(http.MethodGet, "/v1/node/"+stub.ID, &n); err != nil {
+			t.Fatal(err)
+		}
+		gpus := 0
+		if n.NodeResources != nil {
+			for _, g := range n.NodeResources.Devices {
+				if g.Type == "gpu" && g.Name == "NVIDIA A100-SXM4-80GB" {
+					gpus += len(g.Instances)
+				}
+			}
+		}
+		if n.NodeClass != "sim-a100" || gpus != 1 || !strings.HasPrefix(n.HTTPAddr, "127.0.0.1:") {
+			t.Errorf("node %s: class %q, %d simulated GPUs, http %s", n.Name, n.NodeClass, gpus, n.HTTPAddr)
+		}
+	}
+
+	// A GPU batch job runs on a container node (native driver, the
+	// image's own binary), and its logs come back through the server,
+	// which proxies to the container agent's HTTP port.
+	job := map[string]any{
+		"ID": pool + "-job", "Type": "batch",
+		"TaskGroups": []any{map[string]any{
+			"Name": "g", "Count": 1,
+			"Tasks": []any{map[string]any{
+				"Name": "t", "Driver": "native",
+				"Config":    map[string]any{"command": docker.AgentPath, "args": []string{"version"}},
+				"Resources": map[string]any{"CPU": 100, "MemoryMB": 32, "Devices": []any{map[string]any{"Name": "nvidia/gpu", "Count": 1}}},
+			}},
+		}},
+	}
+	if err := srv.send(http.MethodPut, "/v1/jobs", map[string]any{"Job": job}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var done *api.Allocation
+	waittest.For(t, 60*time.Second, "the job's allocation complete on a container node", func() (bool, string) {
+		var allocs []*api.Allocation
+		if err := srv.do(http.MethodGet, "/v1/job/"+pool+"-job/allocations", &allocs); err != nil {
+			return false, err.Error()
+		}
+		var states []string
+		for _, a := range allocs {
+			if a.ClientStatus == structs.AllocClientStatusComplete {
+				done = a
+				return true, ""
+			}
+			if a.ClientStatus == structs.AllocClientStatusFailed {
+				b, _ := json.Marshal(a.TaskStates)
+				t.Fatalf("allocation failed: %s", b)
+			}
+			states = append(states, a.ClientStatus)
+		}
+		return false, fmt.Sprintf("allocations %v", states)
+	})
+	logReq, err := http.NewRequest(http.MethodGet, srv.url+"/v1/client/fs/logs/"+done.ID+"?task=t&type=stdout&plain=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logReq.Header.Set("X-Nomad-Token", srv.token)
+	resp, err := http.DefaultClient.Do(logReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	t.Logf("allocation %s on node %s; its stdout through the server: %q", done.ID, done.NodeID, logs)
+	if resp.StatusCode != http.StatusOK || len(bytes.TrimSpace(logs)) == 0 {
+		t.Errorf("task logs through the server: %d %q", resp.StatusCode, logs)
+	}
+
+	for _, h := range []provision.Host{h1, h2} {
+		if err := p.Terminate(ctx, pool, h.ID); err != nil {
+			t.Fatalf("terminate %s: %v", h.ID, err)
+		}
+		if err := p.Terminate(ctx, pool, h.ID); err != nil {
+			t.Fatalf("second terminate of %s: %v", h.ID, err)
+		}
+	}
+	hosts, err = p.List(ctx, pool)
+	if err != nil || len(hosts) != 0 {
+		t.Fatalf("list after terminate: %+v, %v", hosts, err)
+	}
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+docker.LabelPool+"="+pool).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("docker ps after terminate: %q, %v", out, err)
+	}
+}
+
+// TestDockerTerminateRefusesForeign: Terminate never removes a container
+// the provider did not make, nor one of another pool.
+func TestDockerTerminateRefusesForeign(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a container (skipped under -short)")
+	}
+	image := dockertest.BuildImage(t)
+	name := fmt.Sprintf("gpulayer-foreign-%d-%d", os.Getpid(), rand.IntN(1e6))
+	out, err := exec.Command("docker", "create", "--name", name, "--label", docker.LabelPool+"=gpu", image, "sleep", "1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker create: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	p, err := docker.New(docker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.Terminate(ctx, "gpu", name); err == nil || !strings.Contains(err.Error(), "not one the provider made") {
+		t.Fatalf("terminate of a foreign container: %v", err)
+	}
+	if err := p.Terminate(ctx, "gpu", "no-such-container-"+name); err != nil {
+		t.Fatalf("terminate of a missing container: %v", err)
+	}
+	if hosts, err := p.List(ctx, "gpu"); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, h := range hosts {
+			if strings.Contains(h.ID, strings.TrimSpace(string(out))) {
+				t.Fatalf("list returned the foreign container: %+v", hosts)
+			}
+		}
+	}
+	ids, _ := exec.Command("docker", "ps", "-aq", "--filter", "name="+name).Output()
+	if strings.TrimSpace(string(ids)) == "" {
+		t.Fatal("the foreign container was removed")
+	}
+}
+
+// testWriter sends the provider's log lines to t.Log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
