@@ -69,7 +69,7 @@ func (p *NodePool) Equal(o *NodePool) bool {
 	a, b := p.Scaling, o.Scaling
 	return a.Provider == b.Provider && maps.Equal(a.ProviderConfig, b.ProviderConfig) &&
 		a.Min == b.Min && a.Max == b.Max && a.Shape == b.Shape &&
-		a.Cooldown == b.Cooldown && a.IdleAfter == b.IdleAfter && a.Idle == b.Idle
+		a.Cooldown == b.Cooldown && a.IdleAfter == b.IdleAfter && a.Idle == b.Idle && a.Orphans == b.Orphans
 }
 
 // NodePoolUpsertRequest creates or replaces node pools (Raft type

@@ -124,6 +124,11 @@ func (s *PoolScalingPolicy) problems() []string {
 	}
 	checkDur("cooldown", s.Cooldown)
 	checkDur("idle_after", s.IdleAfter)
+	switch s.Orphans {
+	case "", PoolOrphansTerminate, PoolOrphansAdopt:
+	default:
+		add("orphans %q: must be %q or %q", truncateForError(s.Orphans), PoolOrphansTerminate, PoolOrphansAdopt)
+	}
 	sh := s.Shape
 	if len(sh.NodeClass) > MaxPoolShapeStringLen {
 		add("shape: node_class: at most %d bytes", MaxPoolShapeStringLen)

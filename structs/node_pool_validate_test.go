@@ -42,6 +42,7 @@ func TestNodePoolValidate(t *testing.T) {
 		{"min negative", "min must be", func(p *NodePool) { p.Scaling.Min = -1 }},
 		{"min over max", "must not exceed max", func(p *NodePool) { p.Scaling.Min = 5 }},
 		{"max over bound", "max must be", func(p *NodePool) { p.Scaling.Max = MaxPoolNodes + 1 }},
+		{"orphans unknown", `orphans "keep"`, func(p *NodePool) { p.Scaling.Orphans = "keep" }},
 		{"cooldown negative", "cooldown", func(p *NodePool) { p.Scaling.Cooldown = -time.Second }},
 		{"idle_after long", "idle_after", func(p *NodePool) { p.Scaling.IdleAfter = 25 * time.Hour }},
 		{"gpu_count", "gpu_count", func(p *NodePool) { p.Scaling.Shape.GPUCount = 17 }},

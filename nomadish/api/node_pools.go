@@ -48,6 +48,9 @@ type NodePoolScalingPolicy struct {
 	IdleAfter time.Duration
 	// Idle says when a node counts as idle.
 	Idle NodePoolIdleRule
+	// Orphans is what the leader does with a host of the pool that no
+	// record accounts for: "terminate" (default) or "adopt".
+	Orphans string `json:",omitempty"`
 }
 
 // NodePoolShape is the node a provider makes.

@@ -29,7 +29,8 @@ func NodePoolFromStructs(p *structs.NodePool) *api.NodePool {
 			Shape: api.NodePoolShape{NodeClass: s.Shape.NodeClass, GPUModel: s.Shape.GPUModel, GPUCount: s.Shape.GPUCount,
 				GPUMemoryMB: s.Shape.GPUMemoryMB, MemoryModel: s.Shape.MemoryModel, Availability: s.Shape.Availability},
 			Cooldown: s.Cooldown, IdleAfter: s.IdleAfter,
-			Idle: api.NodePoolIdleRule{NoAllocations: s.Idle.NoAllocations, GPUUtilBelowPercent: s.Idle.GPUUtilBelowPercent, GPUUtilFor: s.Idle.GPUUtilFor}}
+			Idle:    api.NodePoolIdleRule{NoAllocations: s.Idle.NoAllocations, GPUUtilBelowPercent: s.Idle.GPUUtilBelowPercent, GPUUtilFor: s.Idle.GPUUtilFor},
+			Orphans: s.Orphans}
 	}
 	return out
 }
@@ -56,7 +57,8 @@ func NodePoolToStructs(p *api.NodePool) *structs.NodePool {
 			Shape: structs.NodeShape{NodeClass: s.Shape.NodeClass, GPUModel: s.Shape.GPUModel, GPUCount: s.Shape.GPUCount,
 				GPUMemoryMB: s.Shape.GPUMemoryMB, MemoryModel: s.Shape.MemoryModel, Availability: s.Shape.Availability},
 			Cooldown: s.Cooldown, IdleAfter: s.IdleAfter,
-			Idle: structs.PoolIdleRule{NoAllocations: s.Idle.NoAllocations, GPUUtilBelowPercent: s.Idle.GPUUtilBelowPercent, GPUUtilFor: s.Idle.GPUUtilFor}}
+			Idle:    structs.PoolIdleRule{NoAllocations: s.Idle.NoAllocations, GPUUtilBelowPercent: s.Idle.GPUUtilBelowPercent, GPUUtilFor: s.Idle.GPUUtilFor},
+			Orphans: s.Orphans}
 	}
 	return out
 }
