@@ -42,9 +42,12 @@ var importRules = []struct {
 	{pkg: "server/deploymentwatcher", allowed: []string{"structs", "state"}, third: []string{"github.com/hashicorp/go-hclog", "github.com/hashicorp/go-memdb"}},
 	// Provisioning (issue 16): the Provider interface and the providers
 	// (server/provision/docker, server/provision/exec), which talk to the
-	// Docker engine and run programs; no state or Raft.
+	// Docker engine and run programs; the provisioner reads the state and
+	// writes Raft entries only through a callback.
 	{pkg: "server/provision", allowed: []string{"server/provision", "state", "structs"}, anyThird: true},
-	{pkg: "server", allowed: []string{"server/fsm", "server/scheduler", "server/artifacts", "server/deploymentwatcher", "state", "structs"}, anyThird: true},
+	// The server runs the provisioner (server/provision) on the leader
+	// and builds the docker and exec providers a pool names.
+	{pkg: "server", allowed: []string{"server/fsm", "server/scheduler", "server/artifacts", "server/deploymentwatcher", "server/provision", "state", "structs"}, anyThird: true},
 	{pkg: "agent/http", allowed: []string{"server", "nomadish", "website", "structs"}, anyThird: true},
 	{pkg: "agent/client", allowed: []string{"agent/driver", "agent/client", "structs"}, anyThird: true},
 	{pkg: "agent/driver", allowed: []string{"agent/driver", "structs"}, anyThird: true},

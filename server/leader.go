@@ -90,7 +90,9 @@ func (s *Server) establishLeadership(ctx context.Context, ls *leaderState) error
 		// Periodic and parameterized jobs (periodic.go, children_release.go).
 		s.periodicLoop, s.childrenReleaseLoop,
 		// Job versions and deployments.
-		s.deploymentWatchLoop} {
+		s.deploymentWatchLoop,
+		// Provisioning (provision_loop.go).
+		s.provisionLoop} {
 		ls.wg.Add(1)
 		go func() {
 			defer ls.wg.Done()

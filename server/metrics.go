@@ -128,11 +128,13 @@ func (m *serverMetrics) watchLeader(r *raft.Raft, done <-chan struct{}) {
 func (s *Server) MetricsCollectors() []prometheus.Collector {
 	m := s.serverMetrics()
 	m.watchLeader(s.raft, s.shutdownCtx.Done())
-	return []prometheus.Collector{
+	return append([]prometheus.Collector{
 		m.raftApply, m.scheduling, m.placements, m.leaderChanges,
 		raftTimings(),
 		&stateCollector{srv: s},
-	}
+	},
+		// Provisioning (metrics_provision.go).
+		s.provisionCollectors()...)
 }
 
 // stateCollector reads gauges from the server at scrape time.

@@ -49,6 +49,7 @@ import (
 
 	"github.com/gpulayer/gpulayer/server/artifacts"
 	"github.com/gpulayer/gpulayer/server/fsm"
+	"github.com/gpulayer/gpulayer/server/provision"
 	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/go-hclog"
@@ -206,6 +207,9 @@ type Config struct {
 	// ArtifactPeers, when set, returns the other servers' HTTP addresses
 	// for artifact replication instead of the gossip members' (tests).
 	ArtifactPeers func() []string
+	// Provision configures the leader's provisioner of node pools with a
+	// scaling policy (provision_loop.go).
+	Provision ProvisionConfig
 }
 
 // Server is one GPUlayer server. Create it with NewServer and stop it with
@@ -265,6 +269,9 @@ type Server struct {
 
 	// metrics are this server's Prometheus metrics (metrics.go).
 	metrics *serverMetrics
+	// provisionMetrics are the provisioner's counters (they outlive a
+	// leadership).
+	provisionMetrics *provision.Metrics
 	// fatalCh receives the error that makes this server unusable (its FSM
 	// halted); the agent stops on it (FatalCh).
 	fatalCh chan error
@@ -335,15 +342,17 @@ func NewServer(cfg *Config) (*Server, error) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		config:         &c,
-		logger:         c.Logger,
-		leaderCh:       make(chan bool, 16),
-		fatalCh:        make(chan error, 1),
-		metrics:        newServerMetrics(),
-		broker:         NewEvalBroker(c.EvalBroker),
-		planQueue:      NewPlanQueue(),
-		shutdownCtx:    ctx,
-		shutdownCancel: cancel,
+		config:   &c,
+		logger:   c.Logger,
+		leaderCh: make(chan bool, 16),
+		fatalCh:  make(chan error, 1),
+		metrics:  newServerMetrics(),
+		// Provisioning.
+		provisionMetrics: provision.NewMetrics(),
+		broker:           NewEvalBroker(c.EvalBroker),
+		planQueue:        NewPlanQueue(),
+		shutdownCtx:      ctx,
+		shutdownCancel:   cancel,
 	}
 	s.blocked = NewBlockedEvals(s.broker)
 	s.heartbeats = newHeartbeats()

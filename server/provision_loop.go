@@ -1,0 +1,193 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/gpulayer/gpulayer/server/provision"
+	"github.com/gpulayer/gpulayer/server/provision/docker"
+	provexec "github.com/gpulayer/gpulayer/server/provision/exec"
+	"github.com/gpulayer/gpulayer/state"
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// ProvisionConfig configures the leader's provisioner (server/provision):
+// node pools with a scaling policy grow from blocked work and shrink when
+// their nodes fall idle.
+type ProvisionConfig struct {
+	// Disabled turns the provisioner off (no pool is scaled).
+	Disabled bool
+	// Providers, when set, returns the provider of a pool (tests); nil
+	// builds the docker or exec provider a pool's policy names, one per
+	// pool, rebuilt when its provider config changes.
+	Providers func(pool *structs.NodePool) (provision.Provider, error)
+	// JoinServers are the HTTP addresses new hosts' clients join; empty
+	// means this server's HTTPAddr and every live server gossip knows.
+	JoinServers []string
+	// JoinToken is the ACL token new hosts' clients register with (empty
+	// with ACLs off).
+	JoinToken string
+	// Region is the region new hosts register in.
+	Region string
+	// DeviceStats, when set, returns a node's latest GPU telemetry (for a
+	// pool's GPU idle rule); nil: no node meets a GPU idle rule.
+	DeviceStats func(ctx context.Context, node *structs.Node) (*structs.NodeDeviceStats, error)
+	// Interval, ReconcileInterval, CreateTimeout: see provision.Config;
+	// zero means its defaults.
+	Interval, ReconcileInterval, CreateTimeout time.Duration
+}
+
+// provisionLoop runs the provisioner while this server leads.
+func (s *Server) provisionLoop(ctx context.Context) {
+	pc := s.config.Provision
+	if pc.Disabled {
+		return
+	}
+	providers := pc.Providers
+	var cache *providerCache
+	if providers == nil {
+		cache = &providerCache{server: s, byPool: map[string]*cachedProvider{}}
+		providers = cache.get
+		defer cache.closeAll()
+	}
+	p, err := provision.New(provision.Config{
+		Logger: s.logger,
+		State:  s.fsm.State,
+		Apply:  s.raftApply,
+		Pools: func(st *state.StateStore) ([]*structs.NodePool, error) {
+			return st.NodePools(nil)
+		},
+		Provider: providers,
+		Join:     s.provisionJoin,
+		Drain: func(ctx context.Context, nodeID string) error {
+			_, err := s.NodeUpdateDrain(ctx, &NodeDrainRequest{NodeID: nodeID, Enable: true})
+			return err
+		},
+		DeviceStats:       pc.DeviceStats,
+		Interval:          pc.Interval,
+		ReconcileInterval: pc.ReconcileInterval,
+		CreateTimeout:     pc.CreateTimeout,
+		Metrics:           s.provisionMetrics,
+	})
+	if err != nil {
+		s.logger.Error("provisioner not started", "error", err)
+		return
+	}
+	p.Run(ctx)
+}
+
+// provisionJoin is what new hosts need to join this cluster.
+func (s *Server) provisionJoin() provision.JoinInfo {
+	pc := s.config.Provision
+	servers := append([]string(nil), pc.JoinServers...)
+	if len(servers) == 0 {
+		if s.config.HTTPAddr != "" {
+			servers = append(servers, s.config.HTTPAddr)
+		}
+		servers = append(servers, s.ArtifactPeers()...)
+	}
+	dc := s.config.Datacenter
+	if dc == "" {
+		dc = "dc1"
+	}
+	return provision.JoinInfo{Servers: servers, Token: pc.JoinToken, Region: pc.Region, Datacenter: dc}
+}
+
+// providerCache holds one provider per pool, rebuilt when the pool's
+// provider or its config changes.
+type providerCache struct {
+	server *Server
+	mu     sync.Mutex
+	byPool map[string]*cachedProvider
+}
+
+type cachedProvider struct {
+	name   string
+	config map[string]string
+	p      provision.Provider
+}
+
+func (c *providerCache) get(pool *structs.NodePool) (provision.Provider, error) {
+	if pool.Scaling == nil {
+		return nil, fmt.Errorf("%w: pool %q has no scaling policy", provision.ErrNoProvider, pool.Name)
+	}
+	sp := pool.Scaling
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cp := c.byPool[pool.Name]; cp != nil && cp.name == sp.Provider && maps.Equal(cp.config, sp.ProviderConfig) {
+		return cp.p, nil
+	}
+	var p provision.Provider
+	var err error
+	logger := c.server.logger.With("pool", pool.Name)
+	switch sp.Provider {
+	case docker.Name:
+		p, err = docker.FromPoolConfig(sp.ProviderConfig, logger)
+	case provexec.Name:
+		p, err = provexec.FromPoolConfig(sp.ProviderConfig, logger)
+	default:
+		return nil, fmt.Errorf("%w: %q (pool %q)", provision.ErrNoProvider, sp.Provider, pool.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pool %q: %w", pool.Name, err)
+	}
+	if old := c.byPool[pool.Name]; old != nil {
+		closeProvider(old.p)
+	}
+	c.byPool[pool.Name] = &cachedProvider{name: sp.Provider, config: maps.Clone(sp.ProviderConfig), p: p}
+	return p, nil
+}
+
+func (c *providerCache) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, cp := range c.byPool {
+		closeProvider(cp.p)
+		delete(c.byPool, name)
+	}
+}
+
+func closeProvider(p provision.Provider) {
+	if cl, ok := p.(io.Closer); ok {
+		_ = cl.Close()
+	}
+}
+
+// NodePoolStatus returns what `node pool status` shows of pool name: its
+// nodes (idle, busy, draining, down, joining), pending provision
+// requests, the last decisions and failed provider calls, as a blocking
+// query on the node pools, nodes, allocations and provision requests
+// tables. Errors wrap structs.ErrNotFound for an unknown pool.
+func (s *Server) NodePoolStatus(ctx context.Context, name string, q *structs.QueryOptions) (*provision.PoolStatus, structs.QueryMeta, error) {
+	resp, meta, err := s.blockingQuery(ctx, q, func(ws memdb.WatchSet, st *state.StateStore) (interface{}, uint64, error) {
+		p, err := st.NodePoolByName(ws, name)
+		if err != nil {
+			return nil, 0, err
+		}
+		if p == nil {
+			return nil, 0, fmt.Errorf("node pool %q: %w", name, structs.ErrNotFound)
+		}
+		// Watch the tables the status reads.
+		if _, err := st.ProvisionRequestsByPool(ws, name); err != nil {
+			return nil, 0, err
+		}
+		if _, err := st.NodesByNodePool(ws, name); err != nil {
+			return nil, 0, err
+		}
+		out, err := provision.BuildPoolStatus(st, p)
+		if err != nil {
+			return nil, 0, err
+		}
+		idx, err := maxIndex(st, state.TableNodes, state.TableNodePools, state.TableProvisionRequests, state.TableAllocs)
+		return out, idx, err
+	})
+	if err != nil {
+		return nil, meta, err
+	}
+	return resp.(*provision.PoolStatus), meta, nil
+}
