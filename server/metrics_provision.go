@@ -2,6 +2,7 @@ package server
 
 import (
 	"github.com/gpulayer/gpulayer/server/provision"
+	"github.com/gpulayer/gpulayer/structs"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -57,8 +58,8 @@ func (c *provisionCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.NewInvalidMetric(descPoolNodes, err)
 			return
 		}
-		byState := map[string]int{provision.PoolNodeIdle: 0, provision.PoolNodeBusy: 0, provision.PoolNodeDraining: 0,
-			provision.PoolNodeDown: 0, provision.PoolNodeJoining: 0}
+		byState := map[string]int{structs.PoolNodeIdle: 0, structs.PoolNodeBusy: 0, structs.PoolNodeDraining: 0,
+			structs.PoolNodeDown: 0, structs.PoolNodeJoining: 0}
 		for _, n := range ps.Nodes {
 			byState[n.State]++
 		}

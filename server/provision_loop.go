@@ -163,7 +163,7 @@ func closeProvider(p provision.Provider) {
 // requests, the last decisions and failed provider calls, as a blocking
 // query on the node pools, nodes, allocations and provision requests
 // tables. Errors wrap structs.ErrNotFound for an unknown pool.
-func (s *Server) NodePoolStatus(ctx context.Context, name string, q *structs.QueryOptions) (*provision.PoolStatus, structs.QueryMeta, error) {
+func (s *Server) NodePoolStatus(ctx context.Context, name string, q *structs.QueryOptions) (*structs.NodePoolStatus, structs.QueryMeta, error) {
 	resp, meta, err := s.blockingQuery(ctx, q, func(ws memdb.WatchSet, st *state.StateStore) (interface{}, uint64, error) {
 		p, err := st.NodePoolByName(ws, name)
 		if err != nil {
@@ -189,5 +189,5 @@ func (s *Server) NodePoolStatus(ctx context.Context, name string, q *structs.Que
 	if err != nil {
 		return nil, meta, err
 	}
-	return resp.(*provision.PoolStatus), meta, nil
+	return resp.(*structs.NodePoolStatus), meta, nil
 }

@@ -150,3 +150,47 @@ func TruncateProvisionError(s string) string {
 	}
 	return s[:MaxProvisionErrorLen-3] + "..."
 }
+
+// Node states in a NodePoolStatus.
+const (
+	PoolNodeIdle     = "idle"     // ready, nothing running
+	PoolNodeBusy     = "busy"     // runs allocations
+	PoolNodeDraining = "draining" // draining or drained (ineligible)
+	PoolNodeDown     = "down"     // not ready
+	PoolNodeJoining  = "joining"  // the host exists, its node has not registered
+)
+
+// MaxPoolDecisions bounds the decisions a NodePoolStatus lists.
+const MaxPoolDecisions = 20
+
+// NodePoolStatus is what `node pool status` shows of one pool: its nodes,
+// pending requests, last decisions and failed provider calls.
+type NodePoolStatus struct {
+	Pool *NodePool
+	// Hosts counts the pool's provisioned hosts (live creates).
+	Hosts     int
+	Nodes     []NodePoolStatusNode
+	Pending   []*ProvisionRequest
+	Decisions []NodePoolDecision
+	// Failed are requests whose last provider call failed (retrying) or
+	// that gave up, newest first.
+	Failed []*ProvisionRequest
+}
+
+// NodePoolStatusNode is one node (or joining host) of a pool.
+type NodePoolStatusNode struct {
+	Name   string
+	NodeID string `json:",omitempty"`
+	HostID string `json:",omitempty"`
+	State  string
+	Allocs int
+}
+
+// NodePoolDecision is one recorded decision: the requests of one Raft entry.
+type NodePoolDecision struct {
+	Index  uint64
+	Time   int64 // Unix nanoseconds
+	Op     string
+	Count  int
+	Reason string
+}

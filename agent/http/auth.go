@@ -271,6 +271,10 @@ var routeACL = map[string]routeRule{
 	"DELETE /v1/node/pool/{name}":    {access: accessOperatorWrite},
 	"GET /v1/node/pool/{name}/nodes": {access: accessNodeRead},
 	"GET /v1/node/pool/{name}/jobs":  {access: accessNodeRead},
+
+	// Provisioning (node_pool_status.go, ui_pools.go): a pool's nodes,
+	// requests, decisions and failed provider calls.
+	"GET /v1/node/pool/{name}/status": {access: accessNodeRead},
 }
 
 // errPermissionDenied is the refusal of a caller without the right: its

@@ -221,6 +221,8 @@ func (h *handler) routes() {
 	h.checkRoutes()
 	// Node pools (node_pools.go).
 	h.nodePoolRoutes()
+	// Provisioning: a pool's status (node_pool_status.go).
+	h.nodePoolStatusRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs/parse", h.jobParse)

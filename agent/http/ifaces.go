@@ -41,6 +41,8 @@ var (
 	_ raftMembers        = (*server.Server)(nil)
 	// Node pools.
 	_ NodePoolServer = (*server.Server)(nil)
+	// Provisioning.
+	_ NodePoolStatusServer = (*server.Server)(nil)
 )
 
 // FullClient is Client plus every optional interface the handler

@@ -53,7 +53,7 @@ func TestScaleUpFromBlockedEvals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Hosts != 2 || len(st.Decisions) != 1 || st.Decisions[0].Reason != want || st.Decisions[0].Count != 2 || len(st.Nodes) != 2 || st.Nodes[0].State != PoolNodeJoining {
+	if st.Hosts != 2 || len(st.Decisions) != 1 || st.Decisions[0].Reason != want || st.Decisions[0].Count != 2 || len(st.Nodes) != 2 || st.Nodes[0].State != structs.PoolNodeJoining {
 		t.Fatalf("status = %+v", st)
 	}
 }
