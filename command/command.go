@@ -146,6 +146,8 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"service":      func() (cli.Command, error) { return &ServiceCommand{Meta: m}, nil },
 		"service list": func() (cli.Command, error) { return &ServiceListCommand{Meta: m}, nil },
 		"service info": func() (cli.Command, error) { return &ServiceInfoCommand{Meta: m}, nil },
+		// Provisioning (node_pool_status.go).
+		"node pool status": func() (cli.Command, error) { return &NodePoolStatusCommand{Meta: m}, nil },
 	}
 	return cmds
 }
