@@ -275,6 +275,7 @@ var routeACL = map[string]routeRule{
 	// Provisioning (node_pool_status.go, ui_pools.go): a pool's nodes,
 	// requests, decisions and failed provider calls.
 	"GET /v1/node/pool/{name}/status": {access: accessNodeRead},
+	"GET /ui/pools":                   {access: accessNodeRead},
 }
 
 // errPermissionDenied is the refusal of a caller without the right: its

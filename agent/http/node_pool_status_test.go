@@ -63,6 +63,13 @@ func TestNodePoolStatusRoute(t *testing.T) {
 	if len(st.Pending) != 1 || len(st.Decisions) != 1 || st.Decisions[0].Reason != "pool below min 1: +1" || st.Pool.Name != "gpu" || st.Hosts != 0 {
 		t.Fatalf("status = %+v", st)
 	}
+	// The UI's pools page shows the same.
+	resp, page := doReq(t, "GET", ts.URL+"/ui/pools", "")
+	for _, want := range []string{"pool below min 1: &#43;1", "quota exceeded", `id="pool-gpu"`} {
+		if resp.StatusCode != 200 || !strings.Contains(page, want) {
+			t.Fatalf("/ui/pools = %d, lacks %q:\n%s", resp.StatusCode, want, page)
+		}
+	}
 	if resp, got := doReq(t, "GET", ts.URL+"/v1/node/pool/nope/status", ""); resp.StatusCode != 404 {
 		t.Fatalf("unknown pool = %d %s", resp.StatusCode, got)
 	}

@@ -77,6 +77,8 @@ func (h *handler) uiRoutes() error {
 	h.mux.HandleFunc("GET /ui/node/{id}", u.page(u.nodePage))
 	h.mux.HandleFunc("GET /ui/servers", u.page(u.serversPage))
 	h.mux.HandleFunc("GET /ui/run", u.page(u.runPage))
+	// Provisioning (ui_pools.go).
+	h.mux.HandleFunc("GET /ui/pools", u.page(u.poolsPage))
 	static := http.StripPrefix("/ui/static/", http.FileServerFS(website.Static()))
 	h.mux.Handle("GET /ui/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")
@@ -90,7 +92,7 @@ func (h *handler) uiRoutes() error {
 
 // pageBase is what the layout needs from every page.
 type pageBase struct {
-	// Nav is the active section: jobs, nodes, servers or run.
+	// Nav is the active section: jobs, nodes, pools, servers or run.
 	Nav string
 	// StreamIndex is the Raft index the page was rendered from; the page
 	// streams events after it.
