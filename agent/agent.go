@@ -112,6 +112,9 @@ func (a *Agent) start() error {
 			HTTPAddr:        cfg.HTTPAdvertiseAddr(cfg.HTTPAddr()),
 			Logger:          a.logger.Named("server"),
 			GC:              cfg.Server.gcConfig(),
+			// Provisioning: new hosts join this server's advertised HTTP
+			// address and the live servers gossip knows.
+			Provision: server.ProvisionConfig{Disabled: cfg.Server.DisableProvisioning, JoinToken: cfg.Server.ProvisionJoinToken, Region: cfg.Region},
 		}
 		if !cfg.DevMode {
 			// Servers find each other over gossip; a dev agent is alone.

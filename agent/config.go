@@ -126,6 +126,11 @@ type ServerConfig struct {
 	// ArtifactGCThreshold is how long an artifact no job or allocation
 	// references is kept (default 24h).
 	ArtifactGCThreshold string `hcl:"artifact_gc_threshold,optional"`
+	// Provisioning (server/provision): ProvisionJoinToken is the ACL
+	// token the clients of provisioned hosts register with (empty with
+	// ACLs off); DisableProvisioning turns the leader's provisioner off.
+	ProvisionJoinToken  string `hcl:"provision_join_token,optional"`
+	DisableProvisioning bool   `hcl:"disable_provisioning,optional"`
 }
 
 // ClientConfig enables and tunes the client role.
@@ -324,6 +329,11 @@ func (c *Config) Merge(o *Config) {
 		}
 		c.Server.AllowUnauthenticatedGossip = c.Server.AllowUnauthenticatedGossip || s.AllowUnauthenticatedGossip
 		c.Server.mergeGC(s)
+		// Provisioning.
+		if s.ProvisionJoinToken != "" {
+			c.Server.ProvisionJoinToken = s.ProvisionJoinToken
+		}
+		c.Server.DisableProvisioning = c.Server.DisableProvisioning || s.DisableProvisioning
 	}
 	c.mergeACL(o.ACL)
 	if cl := o.Client; cl != nil {
@@ -407,6 +417,9 @@ func (c *Config) Validate() error {
 	p = append(p, c.validateTLS()...)
 	p = append(p, c.validateACL()...)
 	p = append(p, c.Server.validateGC()...)
+	if n := len(c.Server.ProvisionJoinToken); n > maxACLTokenLen {
+		p = append(p, fmt.Sprintf("server.provision_join_token: %d bytes, at most %d", n, maxACLTokenLen))
+	}
 	p = append(p, c.Client.validateTasks()...)
 	p = append(p, c.Client.validateOutputs()...)
 	p = append(p, c.Client.validatePorts()...)
