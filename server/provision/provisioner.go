@@ -241,12 +241,29 @@ func (p *Provisioner) stepPool(ctx context.Context, st *state.StateStore, pool *
 	if err != nil {
 		return err
 	}
+	// Hosts still to serve blocked work: not joined, not ready, or ready
+	// and running nothing (the blocked evaluations are placed there next;
+	// if they do not fit, another host of the same shape would not fit
+	// them either).
 	notReady := 0
 	for _, r := range v.live {
-		if n := nodes[r.NodeName]; n == nil || !n.Ready() {
-			if _, term := v.terminating[r.HostID]; !term {
-				notReady++
-			}
+		if _, term := v.terminating[r.HostID]; term {
+			continue
+		}
+		n := nodes[r.NodeName]
+		if n == nil || n.Status != structs.NodeStatusReady {
+			notReady++
+			continue
+		}
+		if !n.Ready() || n.DrainStrategy != nil {
+			continue // leaving (scale-in): takes no new work
+		}
+		w, err := workOn(st, n.ID)
+		if err != nil {
+			return err
+		}
+		if w.running == 0 {
+			notReady++
 		}
 	}
 	needs, byKey := blockedDemand(pool, blocked, jobs)
