@@ -34,10 +34,10 @@ func TestParseJobNodePool(t *testing.T) {
 	}
 }
 
-// TestParseNodePoolGolden parses testdata/node_pool.hcl and compares the
+// TestParseNodePoolGolden parses testdata/node_pools/gpu.hcl and compares the
 // JSON with its golden file (refresh with -update).
 func TestParseNodePoolGolden(t *testing.T) {
-	const path, golden = "testdata/node_pool.hcl", "testdata/node_pool.golden.json"
+	const path, golden = "testdata/node_pools/gpu.hcl", "testdata/node_pools/gpu.golden.json"
 	p, err := ParseNodePoolFile(path, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestParseNodePoolErrors(t *testing.T) {
 
 // FuzzParseNodePool: no input panics or hangs the node pool parser.
 func FuzzParseNodePool(f *testing.F) {
-	seed, err := os.ReadFile("testdata/node_pool.hcl")
+	seed, err := os.ReadFile("testdata/node_pools/gpu.hcl")
 	if err != nil {
 		f.Fatal(err)
 	}
