@@ -146,6 +146,14 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"service":      func() (cli.Command, error) { return &ServiceCommand{Meta: m}, nil },
 		"service list": func() (cli.Command, error) { return &ServiceListCommand{Meta: m}, nil },
 		"service info": func() (cli.Command, error) { return &ServiceInfoCommand{Meta: m}, nil },
+		// Node pools (node_pool.go); "node pool status" is the provisioner's.
+		"node pool":        func() (cli.Command, error) { return &NodePoolCommand{Meta: m}, nil },
+		"node pool apply":  func() (cli.Command, error) { return &NodePoolApplyCommand{Meta: m}, nil },
+		"node pool list":   func() (cli.Command, error) { return &NodePoolListCommand{Meta: m}, nil },
+		"node pool info":   func() (cli.Command, error) { return &NodePoolInfoCommand{Meta: m}, nil },
+		"node pool delete": func() (cli.Command, error) { return &NodePoolDeleteCommand{Meta: m}, nil },
+		"node pool nodes":  func() (cli.Command, error) { return &NodePoolNodesCommand{Meta: m}, nil },
+		"node pool jobs":   func() (cli.Command, error) { return &NodePoolJobsCommand{Meta: m}, nil },
 		// Provisioning (node_pool_status.go).
 		"node pool status": func() (cli.Command, error) { return &NodePoolStatusCommand{Meta: m}, nil },
 	}

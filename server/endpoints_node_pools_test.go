@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"github.com/gpulayer/gpulayer/server/servertest"
 	"github.com/gpulayer/gpulayer/state/statetest"
 	"github.com/gpulayer/gpulayer/structs"
@@ -161,5 +162,42 @@ func TestNodePoolsBlockingQuery(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("blocking query did not wake")
+	}
+}
+
+// TestNodeJoiningPoolPlacesBlockedJob: a job in a pool without nodes is
+// blocked (while a node of another pool is free), and is placed once a
+// node registers into its pool: the path a provisioned host takes.
+func TestNodeJoiningPoolPlacesBlockedJob(t *testing.T) {
+	s := servertest.NewServer(t)
+	ctx := ctxT(t)
+	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{gpuPool("gpu")}); err != nil {
+		t.Fatal(err)
+	}
+	registerNode(t, s, 1) // in default
+	job := statetest.BatchJob(1)
+	job.NodePool = "gpu"
+	if _, err := s.JobRegister(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	waittest.NoErr(t, 10*time.Second, "a blocked evaluation naming the pools", func() (bool, error) {
+		evals, _, err := s.JobEvaluations(ctx, job.ID, nil)
+		for _, e := range evals {
+			if m := e.FailedTGAllocs[job.TaskGroups[0].Name]; e.Status == structs.EvalStatusBlocked && m != nil &&
+				m.ConstraintFiltered["node pool: node in pool default, job wants gpu"] == 1 {
+				return true, err
+			}
+		}
+		return false, err
+	})
+	n := statetest.Node(1)
+	n.NodePool = "gpu"
+	n.Status = structs.NodeStatusInit
+	if _, err := s.NodeRegister(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	allocs := runningAllocs(t, s, job.ID, 1)
+	if allocs[0].NodeID != n.ID {
+		t.Fatalf("placed on %s, want the gpu node %s", allocs[0].NodeID, n.ID)
 	}
 }

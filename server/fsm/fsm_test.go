@@ -466,6 +466,15 @@ func TestApplyMalformedObjectsDoNotPanic(t *testing.T) {
 		{"nil eval", structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{nil}}},
 		{"register with eval without ID", structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Eval: &structs.Evaluation{}}},
 		{"client update nil alloc", structs.AllocClientUpdateRequestType, &structs.AllocClientUpdateRequest{Allocs: []*structs.Allocation{nil}}},
+		// Node pools.
+		{"nil node pool", structs.NodePoolUpsertRequestType, &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{nil}}},
+		{"node pool over its bounds", structs.NodePoolUpsertRequestType, &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{
+			{Name: "gpu", Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: structs.MaxPoolNodes + 1}}}}},
+		{"node in pool all", structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: func() *structs.Node {
+			n := statetest.Node(0)
+			n.NodePool = structs.NodePoolAll
+			return n
+		}()}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
