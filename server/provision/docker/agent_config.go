@@ -7,22 +7,18 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/gpulayer/gpulayer/server/provision"
+	"github.com/gpulayer/gpulayer/structs"
 )
 
 // Bounds on a create request's fields (they become labels and agent
 // config values).
 const (
-	maxPoolLen     = 128
 	maxKeyLen      = 256
 	maxNodeNameLen = 128
 	maxGPUs        = 64
 	maxServers     = 16
 	maxTokenLen    = 512
 )
-
-// writeNodePool says whether the agent config names the pool
-// (client { node_pool }); it is set once the agent knows that setting.
-const writeNodePool = false
 
 // checkRequest bounds what a request puts in labels and the agent config.
 func checkRequest(req provision.CreateRequest) error {
@@ -37,8 +33,8 @@ func checkRequest(req provision.CreateRequest) error {
 		}
 		return nil
 	}
-	if err := text("pool", req.Pool, maxPoolLen); err != nil {
-		return err
+	if !structs.ValidNodePoolName(req.Pool) || req.Pool == structs.NodePoolAll {
+		return fmt.Errorf("docker provider: pool: %q is not a node pool a node can join", req.Pool)
 	}
 	if err := text("idempotency key", req.IdempotencyKey, maxKeyLen); err != nil {
 		return err
@@ -78,7 +74,7 @@ func checkRequest(req provision.CreateRequest) error {
 }
 
 // agentConfig renders the container agent's config file: a client-only
-// agent named req.NodeName on 127.0.0.1:port with the pool's shape as
+// agent named req.NodeName in node pool req.Pool on 127.0.0.1:port with the pool's shape as
 // simulated GPUs and node class, joining req.Join's servers with its
 // token. Values are written by hclwrite (quoted and escaped, templates
 // included), never pasted into the text.
@@ -108,9 +104,7 @@ func agentConfig(req provision.CreateRequest, s Settings, port int) ([]byte, err
 		servers = append(servers, cty.StringVal(sv))
 	}
 	cl.SetAttributeValue("servers", cty.ListVal(servers))
-	if writeNodePool {
-		str(cl, "node_pool", req.Pool)
-	}
+	str(cl, "node_pool", req.Pool)
 	sh := req.Shape
 	str(cl, "node_class", sh.NodeClass)
 	str(cl, "memory_model", sh.MemoryModel)

@@ -48,7 +48,7 @@ func TestAgentConfigParses(t *testing.T) {
 		full.Ports.HTTP != 4701, full.DataDir != docker.DataDir, full.LogLevel != "DEBUG", full.ACLToken() != req.Join.Token:
 		t.Errorf("agent settings: %+v (token %q)", full, full.ACLToken())
 	case !c.Enabled, len(c.Servers) != 2 || c.Servers[1] != "http://10.0.0.2:4656", c.NodeClass != hostile,
-		c.MemoryModel != "discrete", c.Availability != "opportunistic":
+		c.MemoryModel != "discrete", c.Availability != "opportunistic", c.NodePool != "gpu":
 		t.Errorf("client settings: %+v", c)
 	case len(c.SimulatedGPUs) != 1 || c.SimulatedGPUs[0].Count != 2 || c.SimulatedGPUs[0].Model != "NVIDIA A100-SXM4-80GB" || c.SimulatedGPUs[0].Memory != 81920:
 		t.Errorf("simulated GPUs: %+v", c.SimulatedGPUs)

@@ -264,8 +264,8 @@ func TestDockerProvider(t *testing.T) {
 				}
 			}
 		}
-		if n.NodeClass != "sim-a100" || gpus != 1 || !strings.HasPrefix(n.HTTPAddr, "127.0.0.1:") {
-			t.Errorf("node %s: class %q, %d simulated GPUs, http %s", n.Name, n.NodeClass, gpus, n.HTTPAddr)
+		if n.NodeClass != "sim-a100" || n.NodePool != pool || gpus != 1 || !strings.HasPrefix(n.HTTPAddr, "127.0.0.1:") {
+			t.Errorf("node %s: class %q, pool %q, %d simulated GPUs, http %s", n.Name, n.NodeClass, n.NodePool, gpus, n.HTTPAddr)
 		}
 	}
 
@@ -273,7 +273,7 @@ func TestDockerProvider(t *testing.T) {
 	// image's own binary), and its logs come back through the server,
 	// which proxies to the container agent's HTTP port.
 	job := map[string]any{
-		"ID": pool + "-job", "Type": "batch",
+		"ID": pool + "-job", "Type": "batch", "NodePool": pool,
 		"TaskGroups": []any{map[string]any{
 			"Name": "g", "Count": 1,
 			"Tasks": []any{map[string]any{
