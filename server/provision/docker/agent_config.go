@@ -2,6 +2,7 @@ package docker
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
@@ -105,6 +106,10 @@ func agentConfig(req provision.CreateRequest, s Settings, port int) ([]byte, err
 	}
 	cl.SetAttributeValue("servers", cty.ListVal(servers))
 	str(cl, "node_pool", req.Pool)
+	if lo, hi, ok := dynamicPortWindow(s.HTTPPorts, port); ok {
+		cl.SetAttributeValue("min_dynamic_port", cty.NumberIntVal(int64(lo)))
+		cl.SetAttributeValue("max_dynamic_port", cty.NumberIntVal(int64(hi)))
+	}
 	sh := req.Shape
 	str(cl, "node_class", sh.NodeClass)
 	str(cl, "memory_model", sh.MemoryModel)
@@ -120,4 +125,26 @@ func agentConfig(req provision.CreateRequest, s Settings, port int) ([]byte, err
 		cl.SetAttributeValue("dev_gpus", cty.NumberIntVal(0))
 	}
 	return f.Bytes(), nil
+}
+
+// minPortWindow is the fewest dynamic ports a container's window holds;
+// with more HTTP ports than the range can split into windows this wide,
+// every agent keeps the whole default range.
+const minPortWindow = 8
+
+// dynamicPortWindow gives the container whose agent listens on port (the
+// i-th of ports) the i-th of len(ports) equal slices of the default
+// dynamic port range (20000-32000): the containers share the host's
+// network, so their tasks' dynamic ports must not overlap.
+func dynamicPortWindow(ports []int, port int) (lo, hi int, ok bool) {
+	idx := slices.Index(ports, port)
+	if idx < 0 || len(ports) == 0 {
+		return 0, 0, false
+	}
+	width := (structs.DefaultMaxDynamicPort - structs.DefaultMinDynamicPort + 1) / len(ports)
+	if width < minPortWindow {
+		return 0, 0, false
+	}
+	lo = structs.DefaultMinDynamicPort + idx*width
+	return lo, lo + width - 1, true
 }

@@ -54,6 +54,12 @@ func TestAgentConfigParses(t *testing.T) {
 		t.Errorf("simulated GPUs: %+v", c.SimulatedGPUs)
 	}
 
+	// 4701 is the second of the default 100 ports: the second of 100
+	// slices of 20000-32000.
+	if c.MinDynamicPort != 20120 || c.MaxDynamicPort != 20239 {
+		t.Errorf("dynamic ports %d-%d, want 20120-20239", c.MinDynamicPort, c.MaxDynamicPort)
+	}
+
 	// No GPUs in the shape: none simulated either.
 	req.Shape.GPUCount = 0
 	src, err = docker.AgentConfig(req, s, 4701)
@@ -66,6 +72,40 @@ func TestAgentConfigParses(t *testing.T) {
 	}
 	if len(cfg.Client.SimulatedGPUs) != 0 || cfg.Client.DevGPUs == nil || *cfg.Client.DevGPUs != 0 {
 		t.Errorf("a shape without GPUs: %s", src)
+	}
+}
+
+// TestDynamicPortWindows: the containers' dynamic port ranges (they share
+// the host's network) are disjoint, inside the default range, and left
+// alone when the range cannot be split into useful slices.
+func TestDynamicPortWindows(t *testing.T) {
+	s, err := docker.ParseSettings(map[string]string{docker.KeyHTTPPorts: "15000-15002"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type window struct{ lo, hi int }
+	var got []window
+	for _, port := range s.HTTPPorts {
+		lo, hi, ok := docker.DynamicPortWindow(s.HTTPPorts, port)
+		if !ok || lo < structs.DefaultMinDynamicPort || hi > structs.DefaultMaxDynamicPort || lo > hi {
+			t.Fatalf("port %d: %d-%d %v", port, lo, hi, ok)
+		}
+		for _, w := range got {
+			if lo <= w.hi && w.lo <= hi {
+				t.Fatalf("port %d: %d-%d overlaps %d-%d", port, lo, hi, w.lo, w.hi)
+			}
+		}
+		got = append(got, window{lo, hi})
+	}
+	many, err := docker.ParseSettings(map[string]string{docker.KeyHTTPPorts: "30000-34000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := docker.DynamicPortWindow(many.HTTPPorts, 30000); ok {
+		t.Error("4001 containers got slices of fewer than 8 ports")
+	}
+	if _, _, ok := docker.DynamicPortWindow(s.HTTPPorts, 9); ok {
+		t.Error("a port outside the list got a slice")
 	}
 }
 

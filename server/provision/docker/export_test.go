@@ -6,3 +6,6 @@ var AgentConfig = agentConfig
 
 // CheckStatic exposes checkStatic.
 var CheckStatic = checkStatic
+
+// DynamicPortWindow exposes dynamicPortWindow.
+var DynamicPortWindow = dynamicPortWindow
