@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -140,9 +141,10 @@ func containerLogs(id string) string {
 }
 
 // TestDockerProvider runs the provider against the local engine and a
-// real in-process server: two hosts are created (the image built FROM
+// real in-process server: hosts are created (the image built FROM
 // scratch from the static binary), a create repeated with the same key —
-// twice at once — returns the same container, List finds exactly the two,
+// twice at once — returns the same container, a create interrupted before
+// the start is finished by the next, List finds exactly the three,
 // each container's agent registers as a ready node with the shape's
 // simulated GPUs using the join token, and Terminate removes each (a
 // second Terminate of a gone host is nil), leaving no container.
@@ -155,7 +157,7 @@ func TestDockerProvider(t *testing.T) {
 	srv := startServer(t)
 	pool := fmt.Sprintf("ptest-%d-%d", os.Getpid(), rand.IntN(1e6))
 	ports := []string{}
-	for range 3 {
+	for range 4 {
 		ports = append(ports, fmt.Sprint(porttest.Take(t)))
 	}
 	p, err := docker.New(docker.Config{Binary: bin, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: testWriter{t}})})
@@ -206,6 +208,16 @@ func TestDockerProvider(t *testing.T) {
 	if twice[1].ID != h2.ID || h2.ID == h1.ID {
 		t.Fatalf("concurrent creates with one key: %s and %s (first host %s)", twice[0].ID, twice[1].ID, h1.ID)
 	}
+	// A call interrupted between creating the container and starting it
+	// (a leader that died): the next Create with the key finishes it.
+	id3, err := p.CreateOnly(ctx, req("key-3", pool+"-n3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h3, err := p.Create(ctx, req("key-3", pool+"-n3"))
+	if err != nil || h3.ID != id3 || h3.State != "running" {
+		t.Fatalf("create after an interrupted one: %+v, %v; want %s running", h3, err, id3)
+	}
 	again, err := p.Create(ctx, req("key-1", pool+"-n1"))
 	if err != nil || again.ID != h1.ID {
 		t.Fatalf("repeated create: %+v, %v; want %s", again, err, h1.ID)
@@ -218,18 +230,18 @@ func TestDockerProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hosts) != 2 || hosts[0].ID != h1.ID || hosts[1].ID != h2.ID {
+	if len(hosts) != 3 || hosts[0].ID != h1.ID || hosts[1].ID != h2.ID || hosts[2].ID != h3.ID {
 		t.Fatalf("list: %+v", hosts)
 	}
 	if other, err := p.List(ctx, pool+"-other"); err != nil || len(other) != 0 {
 		t.Fatalf("list of another pool: %+v, %v", other, err)
 	}
 
-	// The join proof: both agents register with the server as ready
+	// The join proof: the three agents register with the server as ready
 	// nodes of the shape's class, with one simulated GPU each.
-	names := map[string]string{pool + "-n1": h1.ID, pool + "-n2": h2.ID}
+	names := map[string]string{pool + "-n1": h1.ID, pool + "-n2": h2.ID, pool + "-n3": h3.ID}
 	var nodes []*api.Node
-	waittest.For(t, 90*time.Second, "both container agents registered as ready nodes", func() (bool, string) {
+	waittest.For(t, 90*time.Second, "the container agents registered as ready nodes", func() (bool, string) {
 		nodes = nil
 		if err := srv.do(http.MethodGet, "/v1/nodes", &nodes); err != nil {
 			return false, err.Error()
@@ -242,7 +254,7 @@ func TestDockerProvider(t *testing.T) {
 				ready++
 			}
 		}
-		if ready == 2 {
+		if ready == len(names) {
 			return true, ""
 		}
 		var logs []string
@@ -322,7 +334,7 @@ func TestDockerProvider(t *testing.T) {
 		t.Errorf("task logs through the server: %d %q", resp.StatusCode, logs)
 	}
 
-	for _, h := range []provision.Host{h1, h2} {
+	for _, h := range []provision.Host{h1, h2, h3} {
 		if err := p.Terminate(ctx, pool, h.ID); err != nil {
 			t.Fatalf("terminate %s: %v", h.ID, err)
 		}
@@ -387,4 +399,77 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
+}
+
+// TestDockerImageAndDeadline: a pool naming an image the engine lacks is
+// refused (nothing is pulled), and a call whose ctx is done returns its
+// error without making anything.
+func TestDockerImageAndDeadline(t *testing.T) {
+	if testing.Short() {
+		t.Skip("talks to the engine (skipped under -short)")
+	}
+	dockertest.Require(t)
+	p, err := docker.New(docker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	pool := fmt.Sprintf("ptest-img-%d-%d", os.Getpid(), rand.IntN(1e6))
+	r := provision.CreateRequest{Pool: pool, IdempotencyKey: "k", NodeName: pool + "-n", Join: provision.JoinInfo{Servers: []string{"127.0.0.1:1"}},
+		Config: map[string]string{docker.KeyImage: "gpulayer-no-such-image:never"}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := p.Create(ctx, r); !errors.Is(err, docker.ErrConfig) || !strings.Contains(err.Error(), "never pulls") {
+		t.Fatalf("missing image: %v", err)
+	}
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	r.Config = nil
+	if _, err := p.Create(done, r); !errors.Is(err, context.Canceled) {
+		t.Fatalf("create with a done ctx: %v", err)
+	}
+	if _, err := p.List(done, pool); !errors.Is(err, context.Canceled) {
+		t.Fatalf("list with a done ctx: %v", err)
+	}
+	if err := p.Terminate(done, pool, "x"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("terminate with a done ctx: %v", err)
+	}
+	if hosts, err := p.List(ctx, pool); err != nil || len(hosts) != 0 {
+		t.Fatalf("hosts made: %+v, %v", hosts, err)
+	}
+}
+
+// TestCreateRefusesBadRequests: requests whose fields would become bad
+// labels or agent settings are refused before the engine is asked.
+func TestCreateRefusesBadRequests(t *testing.T) {
+	p, err := docker.New(docker.Config{Host: "unix:///nonexistent/docker.sock"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	good := provision.CreateRequest{Pool: "gpu", IdempotencyKey: "k", NodeName: "n", Join: provision.JoinInfo{Servers: []string{"127.0.0.1:4656"}}}
+	for _, tc := range []struct {
+		name string
+		mod  func(*provision.CreateRequest)
+		want string
+	}{
+		{"pool all", func(r *provision.CreateRequest) { r.Pool = "all" }, "pool"},
+		{"pool chars", func(r *provision.CreateRequest) { r.Pool = "a/b" }, "pool"},
+		{"no key", func(r *provision.CreateRequest) { r.IdempotencyKey = "" }, "idempotency key"},
+		{"key control", func(r *provision.CreateRequest) { r.IdempotencyKey = "a\nb" }, "control characters"},
+		{"long name", func(r *provision.CreateRequest) { r.NodeName = strings.Repeat("n", 129) }, "node name"},
+		{"gpus", func(r *provision.CreateRequest) { r.Shape.GPUCount = 65 }, "gpu count"},
+		{"memory model", func(r *provision.CreateRequest) { r.Shape.MemoryModel = "shared" }, "memory model"},
+		{"availability", func(r *provision.CreateRequest) { r.Shape.Availability = "spot" }, "availability"},
+		{"no servers", func(r *provision.CreateRequest) { r.Join.Servers = nil }, "join servers"},
+		{"bad config", func(r *provision.CreateRequest) { r.Config = map[string]string{"memory": "1"} }, `unknown key "memory"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := good
+			tc.mod(&r)
+			if _, err := p.Create(context.Background(), r); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one naming %q", err, tc.want)
+			}
+		})
+	}
 }
