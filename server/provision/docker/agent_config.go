@@ -3,6 +3,8 @@ package docker
 import (
 	"fmt"
 	"slices"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/hashicorp/hcl/v2/hclwrite"
 	"github.com/zclconf/go-cty/cty"
@@ -23,16 +25,23 @@ const (
 
 // checkRequest bounds what a request puts in labels and the agent config.
 func checkRequest(req provision.CreateRequest) error {
-	text := func(field, v string, max int) error {
-		if v == "" || len(v) > max {
-			return fmt.Errorf("docker provider: %s: must be 1 to %d bytes, got %d", field, max, len(v))
+	optional := func(field, v string, max int) error {
+		if len(v) > max {
+			return fmt.Errorf("docker provider: %s: at most %d bytes, got %d", field, max, len(v))
 		}
-		for _, r := range v {
-			if r < 0x20 || r == 0x7f {
-				return fmt.Errorf("docker provider: %s: %q holds control characters", field, v)
-			}
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("docker provider: %s: not valid UTF-8", field)
+		}
+		if strings.ContainsFunc(v, isControl) {
+			return fmt.Errorf("docker provider: %s: %q holds control characters", field, v)
 		}
 		return nil
+	}
+	text := func(field, v string, max int) error {
+		if v == "" {
+			return fmt.Errorf("docker provider: %s: required", field)
+		}
+		return optional(field, v, max)
 	}
 	if !structs.ValidNodePoolName(req.Pool) || req.Pool == structs.NodePoolAll {
 		return fmt.Errorf("docker provider: pool: %q is not a node pool a node can join", req.Pool)
@@ -44,6 +53,12 @@ func checkRequest(req provision.CreateRequest) error {
 		return err
 	}
 	sh := req.Shape
+	if err := optional("shape node class", sh.NodeClass, maxNodeNameLen); err != nil {
+		return err
+	}
+	if err := optional("shape gpu model", sh.GPUModel, maxKeyLen); err != nil {
+		return err
+	}
 	if sh.GPUCount < 0 || sh.GPUCount > maxGPUs {
 		return fmt.Errorf("docker provider: shape gpu count: must be 0 to %d, got %d", maxGPUs, sh.GPUCount)
 	}
@@ -68,8 +83,15 @@ func checkRequest(req provision.CreateRequest) error {
 			return err
 		}
 	}
-	if len(req.Join.Token) > maxTokenLen {
-		return fmt.Errorf("docker provider: join token: at most %d bytes", maxTokenLen)
+	if err := optional("join region", req.Join.Region, maxNodeNameLen); err != nil {
+		return err
+	}
+	if err := optional("join datacenter", req.Join.Datacenter, maxNodeNameLen); err != nil {
+		return err
+	}
+	// The token's value is never quoted in an error.
+	if len(req.Join.Token) > maxTokenLen || !utf8.ValidString(req.Join.Token) || strings.ContainsFunc(req.Join.Token, isControl) {
+		return fmt.Errorf("docker provider: join token: must be at most %d bytes of printable UTF-8", maxTokenLen)
 	}
 	return nil
 }
@@ -148,3 +170,5 @@ func dynamicPortWindow(ports []int, port int) (lo, hi int, ok bool) {
 	lo = structs.DefaultMinDynamicPort + idx*width
 	return lo, lo + width - 1, true
 }
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

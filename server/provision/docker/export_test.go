@@ -30,3 +30,6 @@ func (p *Provider) CreateOnly(ctx context.Context, req provision.CreateRequest) 
 	id, _, err := p.createContainer(ctx, req, s, image)
 	return id, err
 }
+
+// CheckRequest exposes checkRequest.
+var CheckRequest = checkRequest
