@@ -157,9 +157,10 @@ func TestContainerName(t *testing.T) {
 	}
 }
 
-// TestCheckStatic refuses a dynamically linked binary with a message that
-// says what to do, and accepts a CGO_ENABLED=0 build.
-func TestCheckStatic(t *testing.T) {
+// TestLibraries: a CGO_ENABLED=0 build needs nothing beyond itself; a
+// dynamically linked binary brings its interpreter and libc; a file that
+// is not ELF is refused naming the key.
+func TestLibraries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program")
 	}
@@ -173,17 +174,21 @@ func TestCheckStatic(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	if err := docker.CheckStatic(filepath.Join(dir, "static")); err != nil {
-		t.Errorf("static binary refused: %v", err)
+	if libs, err := docker.Libraries(filepath.Join(dir, "static")); err != nil || len(libs) != 0 {
+		t.Errorf("static binary: %v, %v", libs, err)
 	}
-	// /bin/sh is dynamically linked on every distribution these tests
-	// run on; skip where it is not.
-	if err := docker.CheckStatic("/bin/sh"); err == nil {
+	libs, err := docker.Libraries("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(libs) == 0 {
 		t.Skip("/bin/sh is static here")
-	} else if !errors.Is(err, docker.ErrConfig) || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
-		t.Errorf("dynamic binary: %v", err)
 	}
-	if err := docker.CheckStatic(src); !errors.Is(err, docker.ErrConfig) {
+	joined := strings.Join(libs, " ")
+	if !strings.Contains(joined, "/libc.so") || !strings.Contains(libs[0], "ld-") {
+		t.Errorf("/bin/sh needs %v: want its interpreter first and libc", libs)
+	}
+	if _, err := docker.Libraries(src); !errors.Is(err, docker.ErrConfig) || !strings.Contains(err.Error(), "not an ELF executable") {
 		t.Errorf("a text file: %v", err)
 	}
 }

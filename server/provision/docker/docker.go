@@ -1,8 +1,9 @@
 // Package docker is the provider whose hosts are containers on the local
 // Docker engine, each running `gpulayer agent -client` with simulated GPUs
 // of the pool's shape. The image is built on the engine FROM scratch from
-// the static gpulayer binary (no registry is needed), or named by the
-// pool's config.
+// the gpulayer binary (no registry is needed; a dynamically linked
+// binary brings its interpreter and libraries), or named by the pool's
+// config.
 //
 // Networking: the containers use the host's network. Each agent listens
 // on 127.0.0.1 at a port of its own (Settings.HTTPPorts), so the servers
@@ -69,8 +70,8 @@ type Config struct {
 	// Host is the engine's address ("unix:///var/run/docker.sock").
 	// Empty means DOCKER_HOST, else the default socket.
 	Host string
-	// Binary is the static gpulayer binary images are built from when a
-	// pool names none. Empty means the running executable.
+	// Binary is the gpulayer binary images are built from when a pool
+	// names none. Empty means the running executable.
 	Binary string
 	// Logger; nil means none.
 	Logger hclog.Logger
@@ -85,7 +86,7 @@ type Provider struct {
 
 	// buildLock (capacity 1) serializes image builds and guards images.
 	buildLock chan struct{}
-	images    map[imageKey]string
+	images    map[imageKey]builtImage
 	// portMu serializes choosing a port and creating the container that
 	// holds it (its label), so two creates never pick the same port.
 	portMu chan struct{}
@@ -108,7 +109,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	return &Provider{
 		cfg: cfg, logger: cfg.Logger.Named("provider.docker"), api: api,
-		buildLock: make(chan struct{}, 1), images: map[imageKey]string{}, portMu: make(chan struct{}, 1),
+		buildLock: make(chan struct{}, 1), images: map[imageKey]builtImage{}, portMu: make(chan struct{}, 1),
 	}, nil
 }
 

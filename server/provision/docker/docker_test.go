@@ -473,3 +473,67 @@ func TestCreateRefusesBadRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestDockerDynamicBinary: a default (cgo, dynamically linked) build of
+// gpulayer runs too: the image gets its interpreter and libraries, and the
+// container's agent registers with the server.
+func TestDockerDynamicBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gpulayer and an image and runs a container (skipped under -short)")
+	}
+	dockertest.Require(t)
+	_, file, _, _ := runtime.Caller(0)
+	bin := filepath.Join(t.TempDir(), "gpulayer")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join(filepath.Dir(file), "..", "..", "..")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1", "CGO_CFLAGS=-Wno-deprecated-declarations")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Skipf("no cgo build here: %v\n%s", err, out)
+	}
+	libs, err := docker.Libraries(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(libs) == 0 {
+		t.Skip("the default build is static here")
+	}
+	srv := startServer(t)
+	pool := fmt.Sprintf("ptest-dyn-%d-%d", os.Getpid(), rand.IntN(1e6))
+	p, err := docker.New(docker.Config{Binary: bin, Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: testWriter{t}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+docker.LabelPool+"="+pool).Output()
+		for _, id := range strings.Fields(string(out)) {
+			_ = exec.Command("docker", "rm", "-f", id).Run()
+		}
+		_ = p.Close()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h, err := p.Create(ctx, provision.CreateRequest{
+		Pool: pool, IdempotencyKey: "k", NodeName: pool + "-n",
+		Config: map[string]string{docker.KeyHTTPPorts: fmt.Sprint(porttest.Take(t)), docker.KeyMemoryMB: "256"},
+		Shape:  structs.NodeShape{GPUCount: 1},
+		Join:   provision.JoinInfo{Servers: []string{srv.addr}, Token: srv.token},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waittest.For(t, 90*time.Second, "the agent of the dynamically linked binary registered", func() (bool, string) {
+		var nodes []*api.Node
+		if err := srv.do(http.MethodGet, "/v1/nodes", &nodes); err != nil {
+			return false, err.Error()
+		}
+		for _, n := range nodes {
+			if n.Name == h.NodeName && n.Status == structs.NodeStatusReady {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d nodes; container logs:\n%s", len(nodes), containerLogs(h.ID))
+	})
+	if err := p.Terminate(ctx, pool, h.ID); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -10,8 +10,15 @@ import (
 // output with the agent's own parser.
 var AgentConfig = agentConfig
 
-// CheckStatic exposes checkStatic.
-var CheckStatic = checkStatic
+// Libraries returns the image paths of what libraries(bin) adds.
+func Libraries(bin string) ([]string, error) {
+	files, err := libraries(bin)
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, f.path)
+	}
+	return paths, err
+}
 
 // DynamicPortWindow exposes dynamicPortWindow.
 var DynamicPortWindow = dynamicPortWindow
