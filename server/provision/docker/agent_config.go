@@ -20,7 +20,7 @@ const (
 	maxNodeNameLen = 128
 	maxGPUs        = 64
 	maxServers     = 16
-	maxTokenLen    = 512
+	maxTokenLen    = 256 // the agent's acl.token bound
 )
 
 // checkRequest bounds what a request puts in labels and the agent config.

@@ -73,6 +73,18 @@ func TestAgentConfigParses(t *testing.T) {
 	if len(cfg.Client.SimulatedGPUs) != 0 || cfg.Client.DevGPUs == nil || *cfg.Client.DevGPUs != 0 {
 		t.Errorf("a shape without GPUs: %s", src)
 	}
+	// No token (a cluster with ACLs off): no acl block; the agent keeps
+	// its defaults.
+	req.Join.Token = ""
+	if src, err = docker.AgentConfig(req, s, 4701); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = agent.ParseConfig("agent.hcl", src); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ACL != nil {
+		t.Errorf("without a token: %s", src)
+	}
 }
 
 // TestDynamicPortWindows: the containers' dynamic port ranges (they share

@@ -70,9 +70,13 @@ type server struct {
 	token string
 }
 
-func startServer(t *testing.T) *server {
+func startServer(t *testing.T) *server { return startServerACL(t, true) }
+
+// startServerACL starts the server with ACLs on (bootstrapped) or off.
+func startServerACL(t *testing.T, acl bool) *server {
 	t.Helper()
 	cfg := agent.DefaultConfig()
+	cfg.ACL = &agent.ACLConfig{Enabled: &acl}
 	cfg.Name = "provider-test-server"
 	cfg.Server.Enabled = true
 	cfg.BindAddr = "127.0.0.1"
@@ -84,6 +88,9 @@ func startServer(t *testing.T) *server {
 	}
 	t.Cleanup(func() { _ = a.Shutdown() })
 	s := &server{url: "http://" + a.HTTPAddr(), addr: a.HTTPAddr()}
+	if !acl {
+		return s
+	}
 	var tok api.ACLToken
 	waittest.NoErr(t, 30*time.Second, "ACL bootstrap", func() (bool, error) {
 		err := s.do(http.MethodPut, "/v1/acl/bootstrap", &tok)
@@ -281,58 +288,7 @@ func TestDockerProvider(t *testing.T) {
 		}
 	}
 
-	// A GPU batch job runs on a container node (native driver, the
-	// image's own binary), and its logs come back through the server,
-	// which proxies to the container agent's HTTP port.
-	job := map[string]any{
-		"ID": pool + "-job", "Type": "batch", "NodePool": pool,
-		"TaskGroups": []any{map[string]any{
-			"Name": "g", "Count": 1,
-			"Tasks": []any{map[string]any{
-				"Name": "t", "Driver": "native",
-				"Config":    map[string]any{"command": docker.AgentPath, "args": []string{"version"}},
-				"Resources": map[string]any{"CPU": 100, "MemoryMB": 32, "Devices": []any{map[string]any{"Name": "nvidia/gpu", "Count": 1}}},
-			}},
-		}},
-	}
-	if err := srv.send(http.MethodPut, "/v1/jobs", map[string]any{"Job": job}, nil); err != nil {
-		t.Fatal(err)
-	}
-	var done *api.Allocation
-	waittest.For(t, 60*time.Second, "the job's allocation complete on a container node", func() (bool, string) {
-		var allocs []*api.Allocation
-		if err := srv.do(http.MethodGet, "/v1/job/"+pool+"-job/allocations", &allocs); err != nil {
-			return false, err.Error()
-		}
-		var states []string
-		for _, a := range allocs {
-			if a.ClientStatus == structs.AllocClientStatusComplete {
-				done = a
-				return true, ""
-			}
-			if a.ClientStatus == structs.AllocClientStatusFailed {
-				b, _ := json.Marshal(a.TaskStates)
-				t.Fatalf("allocation failed: %s", b)
-			}
-			states = append(states, a.ClientStatus)
-		}
-		return false, fmt.Sprintf("allocations %v", states)
-	})
-	logReq, err := http.NewRequest(http.MethodGet, srv.url+"/v1/client/fs/logs/"+done.ID+"?task=t&type=stdout&plain=true", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logReq.Header.Set("X-Nomad-Token", srv.token)
-	resp, err := http.DefaultClient.Do(logReq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	resp.Body.Close()
-	t.Logf("allocation %s on node %s; its stdout through the server: %q", done.ID, done.NodeID, logs)
-	if resp.StatusCode != http.StatusOK || len(bytes.TrimSpace(logs)) == 0 {
-		t.Errorf("task logs through the server: %d %q", resp.StatusCode, logs)
-	}
+	runJobAndReadLogs(t, srv, pool)
 
 	for _, h := range []provision.Host{h1, h2, h3} {
 		if err := p.Terminate(ctx, pool, h.ID); err != nil {
@@ -533,6 +489,117 @@ func TestDockerDynamicBinary(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%d nodes; container logs:\n%s", len(nodes), containerLogs(h.ID))
 	})
+	if err := p.Terminate(ctx, pool, h.ID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runJobAndReadLogs runs a one-GPU batch job in pool (native driver, the
+// image's own binary) and reads its stdout through the server, which
+// proxies to the container agent's HTTP port: both directions of the
+// host networking.
+func runJobAndReadLogs(t *testing.T, srv *server, pool string) {
+	t.Helper()
+	job := map[string]any{
+		"ID": pool + "-job", "Type": "batch", "NodePool": pool,
+		"TaskGroups": []any{map[string]any{
+			"Name": "g", "Count": 1,
+			"Tasks": []any{map[string]any{
+				"Name": "t", "Driver": "native",
+				"Config":    map[string]any{"command": docker.AgentPath, "args": []string{"version"}},
+				"Resources": map[string]any{"CPU": 100, "MemoryMB": 32, "Devices": []any{map[string]any{"Name": "nvidia/gpu", "Count": 1}}},
+			}},
+		}},
+	}
+	if err := srv.send(http.MethodPut, "/v1/jobs", map[string]any{"Job": job}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var done *api.Allocation
+	waittest.For(t, 60*time.Second, "the job's allocation complete on a container node", func() (bool, string) {
+		var allocs []*api.Allocation
+		if err := srv.do(http.MethodGet, "/v1/job/"+pool+"-job/allocations", &allocs); err != nil {
+			return false, err.Error()
+		}
+		var states []string
+		for _, a := range allocs {
+			if a.ClientStatus == structs.AllocClientStatusComplete {
+				done = a
+				return true, ""
+			}
+			if a.ClientStatus == structs.AllocClientStatusFailed {
+				b, _ := json.Marshal(a.TaskStates)
+				t.Fatalf("allocation failed: %s", b)
+			}
+			states = append(states, a.ClientStatus)
+		}
+		return false, fmt.Sprintf("allocations %v", states)
+	})
+	logReq, err := http.NewRequest(http.MethodGet, srv.url+"/v1/client/fs/logs/"+done.ID+"?task=t&type=stdout&plain=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.token != "" {
+		logReq.Header.Set("X-Nomad-Token", srv.token)
+	}
+	resp, err := http.DefaultClient.Do(logReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	resp.Body.Close()
+	t.Logf("allocation %s on node %s; its stdout through the server: %q", done.ID, done.NodeID, logs)
+	if resp.StatusCode != http.StatusOK || len(bytes.TrimSpace(logs)) == 0 {
+		t.Errorf("task logs through the server: %d %q", resp.StatusCode, logs)
+	}
+
+}
+
+// TestDockerJoinWithoutACL: against a cluster with ACLs off the join has
+// no token; the container agent joins, runs a job, and the server reads
+// its logs.
+func TestDockerJoinWithoutACL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an image and runs a container (skipped under -short)")
+	}
+	dockertest.Require(t)
+	bin := staticBinary(t)
+	srv := startServerACL(t, false)
+	pool := fmt.Sprintf("ptest-noacl-%d-%d", os.Getpid(), rand.IntN(1e6))
+	p, err := docker.New(docker.Config{Binary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+docker.LabelPool+"="+pool).Output()
+		for _, id := range strings.Fields(string(out)) {
+			_ = exec.Command("docker", "rm", "-f", id).Run()
+		}
+		_ = p.Close()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	h, err := p.Create(ctx, provision.CreateRequest{
+		Pool: pool, IdempotencyKey: "k", NodeName: pool + "-n",
+		Config: map[string]string{docker.KeyHTTPPorts: fmt.Sprint(porttest.Take(t)), docker.KeyMemoryMB: "256"},
+		Shape:  structs.NodeShape{GPUCount: 1},
+		Join:   provision.JoinInfo{Servers: []string{srv.addr}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waittest.For(t, 90*time.Second, "the container agent registered", func() (bool, string) {
+		var nodes []*api.Node
+		if err := srv.do(http.MethodGet, "/v1/nodes", &nodes); err != nil {
+			return false, err.Error()
+		}
+		for _, n := range nodes {
+			if n.Name == h.NodeName && n.Status == structs.NodeStatusReady {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d nodes; container logs:\n%s", len(nodes), containerLogs(h.ID))
+	})
+	runJobAndReadLogs(t, srv, pool)
 	if err := p.Terminate(ctx, pool, h.ID); err != nil {
 		t.Fatal(err)
 	}
