@@ -61,7 +61,7 @@ const ConfigPath = "/etc/gpulayer/agent.hcl"
 const DataDir = "/data"
 
 // stopTimeout is how long Terminate lets the agent stop before it is
-// killed.
+// killed (at most half of what the ctx deadline leaves).
 const stopTimeout = 10 * time.Second
 
 // Config is the provider's settings for every pool; a pool's
@@ -342,7 +342,13 @@ func (p *Provider) Terminate(ctx context.Context, pool, hostID string) error {
 	if pool != "" && labels[LabelPool] != pool {
 		return fmt.Errorf("docker provider: container %s belongs to pool %q, not %q; refusing to remove it", hostID, labels[LabelPool], pool)
 	}
-	timeout := int(stopTimeout / time.Second)
+	// The agent gets up to stopTimeout to exit, less when ctx would not
+	// leave time to remove the container afterwards.
+	grace := stopTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		grace = min(grace, time.Until(dl)/2)
+	}
+	timeout := max(int(grace/time.Second), 0)
 	if _, err := p.api.ContainerStop(ctx, ins.Container.ID, client.ContainerStopOptions{Timeout: &timeout}); err != nil && !cerrdefs.IsNotFound(err) {
 		p.logger.Warn("stop before remove failed; removing by force", "container_id", ins.Container.ID, "error", err)
 	}
