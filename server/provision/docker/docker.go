@@ -87,9 +87,6 @@ type Provider struct {
 	// buildLock (capacity 1) serializes image builds and guards images.
 	buildLock chan struct{}
 	images    map[imageKey]builtImage
-	// portMu serializes choosing a port and creating the container that
-	// holds it (its label), so two creates never pick the same port.
-	portMu chan struct{}
 }
 
 var _ provision.Provider = (*Provider)(nil)
@@ -109,7 +106,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	return &Provider{
 		cfg: cfg, logger: cfg.Logger.Named("provider.docker"), api: api,
-		buildLock: make(chan struct{}, 1), images: map[imageKey]builtImage{}, portMu: make(chan struct{}, 1),
+		buildLock: make(chan struct{}, 1), images: map[imageKey]builtImage{},
 	}, nil
 }
 
@@ -166,12 +163,12 @@ func (p *Provider) Create(ctx context.Context, req provision.CreateRequest) (pro
 	}
 
 	select {
-	case p.portMu <- struct{}{}:
+	case portLock <- struct{}{}:
 	case <-ctx.Done():
 		return provision.Host{}, fmt.Errorf("docker provider: waiting to choose a port: %w", ctx.Err())
 	}
 	id, port, err := p.createContainer(ctx, req, s, image)
-	<-p.portMu
+	<-portLock
 	if errors.Is(err, errExists) {
 		// A concurrent call (or an earlier one this caller lost track
 		// of) made it: use that one.
@@ -194,11 +191,16 @@ func (p *Provider) Create(ctx context.Context, req provision.CreateRequest) (pro
 	return p.inspectHost(ctx, id)
 }
 
+// portLock (capacity 1) serializes choosing a port and creating the
+// container that holds it (its label) across every Provider of the
+// process (one per pool), so two creates never pick the same port.
+var portLock = make(chan struct{}, 1)
+
 // errExists says the container of the key's name exists already.
 var errExists = errors.New("container exists")
 
 // createContainer picks a free port and creates (not starts) the
-// container; the caller holds portMu.
+// container; the caller holds portLock.
 func (p *Provider) createContainer(ctx context.Context, req provision.CreateRequest, s Settings, image string) (string, int, error) {
 	port, err := p.pickPort(ctx, s.HTTPPorts)
 	if err != nil {

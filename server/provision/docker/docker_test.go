@@ -604,3 +604,61 @@ func TestDockerJoinWithoutACL(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDockerPortsAcrossProviders: two pools' providers (one each, as the
+// server builds them) creating at once never give two agents one port.
+func TestDockerPortsAcrossProviders(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an image and runs containers (skipped under -short)")
+	}
+	dockertest.Require(t)
+	bin := staticBinary(t)
+	base := fmt.Sprintf("ptest-ports-%d-%d", os.Getpid(), rand.IntN(1e6))
+	ports := fmt.Sprintf("%d,%d", porttest.Take(t), porttest.Take(t))
+	t.Cleanup(func() {
+		for _, pool := range []string{base + "-a", base + "-b"} {
+			out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+docker.LabelPool+"="+pool).Output()
+			for _, id := range strings.Fields(string(out)) {
+				_ = exec.Command("docker", "rm", "-f", id).Run()
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	hosts := make([]provision.Host, 2)
+	errs := make([]error, 2)
+	for i, pool := range []string{base + "-a", base + "-b"} {
+		p, err := docker.New(docker.Config{Binary: bin})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hosts[i], errs[i] = p.Create(ctx, provision.CreateRequest{
+				Pool: pool, IdempotencyKey: "k", NodeName: pool + "-n",
+				Config: map[string]string{docker.KeyHTTPPorts: ports, docker.KeyMemoryMB: "128"},
+				// No server answers here: the agents only have to start.
+				Join: provision.JoinInfo{Servers: []string{"127.0.0.1:1"}},
+			})
+		}()
+	}
+	wg.Wait()
+	got := map[string]bool{}
+	for i, h := range hosts {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		out, err := exec.Command("docker", "inspect", "--format", "{{index .Config.Labels \""+docker.LabelHTTPPort+"\"}}", h.ID).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := strings.TrimSpace(string(out))
+		if got[port] {
+			t.Fatalf("two containers on port %s", port)
+		}
+		got[port] = true
+	}
+}
