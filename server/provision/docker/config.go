@@ -20,8 +20,9 @@ const (
 	// the one built from the gpulayer binary. It must hold the binary at
 	// AgentPath ("/gpulayer"); nothing is pulled.
 	KeyImage = "image"
-	// KeyBinary is the absolute path of the static gpulayer binary the
-	// image is built from. Default: the running executable.
+	// KeyBinary is the absolute path of the gpulayer binary the image is
+	// built from (static, or dynamically linked: its interpreter and
+	// libraries are copied in). Default: the running executable.
 	KeyBinary = "binary"
 	// KeyMemoryMB bounds each container's memory, in MiB (default 1024,
 	// 64 to 1048576).

@@ -48,10 +48,16 @@ func TestAgentConfigParses(t *testing.T) {
 		full.Ports.HTTP != 4701, full.DataDir != docker.DataDir, full.LogLevel != "DEBUG", full.ACLToken() != req.Join.Token:
 		t.Errorf("agent settings: %+v (token %q)", full, full.ACLToken())
 	case !c.Enabled, len(c.Servers) != 2 || c.Servers[1] != "http://10.0.0.2:4656", c.NodeClass != hostile,
-		c.MemoryModel != "discrete", c.Availability != "opportunistic":
+		c.MemoryModel != "discrete", c.Availability != "opportunistic", c.NodePool != "gpu":
 		t.Errorf("client settings: %+v", c)
 	case len(c.SimulatedGPUs) != 1 || c.SimulatedGPUs[0].Count != 2 || c.SimulatedGPUs[0].Model != "NVIDIA A100-SXM4-80GB" || c.SimulatedGPUs[0].Memory != 81920:
 		t.Errorf("simulated GPUs: %+v", c.SimulatedGPUs)
+	}
+
+	// 4701 is the second of the default 100 ports: the second of 100
+	// slices of 20000-32000.
+	if c.MinDynamicPort != 20120 || c.MaxDynamicPort != 20239 {
+		t.Errorf("dynamic ports %d-%d, want 20120-20239", c.MinDynamicPort, c.MaxDynamicPort)
 	}
 
 	// No GPUs in the shape: none simulated either.
@@ -66,6 +72,52 @@ func TestAgentConfigParses(t *testing.T) {
 	}
 	if len(cfg.Client.SimulatedGPUs) != 0 || cfg.Client.DevGPUs == nil || *cfg.Client.DevGPUs != 0 {
 		t.Errorf("a shape without GPUs: %s", src)
+	}
+	// No token (a cluster with ACLs off): no acl block; the agent keeps
+	// its defaults.
+	req.Join.Token = ""
+	if src, err = docker.AgentConfig(req, s, 4701); err != nil {
+		t.Fatal(err)
+	}
+	if cfg, err = agent.ParseConfig("agent.hcl", src); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ACL != nil {
+		t.Errorf("without a token: %s", src)
+	}
+}
+
+// TestDynamicPortWindows: the containers' dynamic port ranges (they share
+// the host's network) are disjoint, inside the default range, and left
+// alone when the range cannot be split into useful slices.
+func TestDynamicPortWindows(t *testing.T) {
+	s, err := docker.ParseSettings(map[string]string{docker.KeyHTTPPorts: "15000-15002"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type window struct{ lo, hi int }
+	var got []window
+	for _, port := range s.HTTPPorts {
+		lo, hi, ok := docker.DynamicPortWindow(s.HTTPPorts, port)
+		if !ok || lo < structs.DefaultMinDynamicPort || hi > structs.DefaultMaxDynamicPort || lo > hi {
+			t.Fatalf("port %d: %d-%d %v", port, lo, hi, ok)
+		}
+		for _, w := range got {
+			if lo <= w.hi && w.lo <= hi {
+				t.Fatalf("port %d: %d-%d overlaps %d-%d", port, lo, hi, w.lo, w.hi)
+			}
+		}
+		got = append(got, window{lo, hi})
+	}
+	many, err := docker.ParseSettings(map[string]string{docker.KeyHTTPPorts: "30000-34000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, ok := docker.DynamicPortWindow(many.HTTPPorts, 30000); ok {
+		t.Error("4001 containers got slices of fewer than 8 ports")
+	}
+	if _, _, ok := docker.DynamicPortWindow(s.HTTPPorts, 9); ok {
+		t.Error("a port outside the list got a slice")
 	}
 }
 
@@ -117,9 +169,10 @@ func TestContainerName(t *testing.T) {
 	}
 }
 
-// TestCheckStatic refuses a dynamically linked binary with a message that
-// says what to do, and accepts a CGO_ENABLED=0 build.
-func TestCheckStatic(t *testing.T) {
+// TestLibraries: a CGO_ENABLED=0 build needs nothing beyond itself; a
+// dynamically linked binary brings its interpreter and libc; a file that
+// is not ELF is refused naming the key.
+func TestLibraries(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a program")
 	}
@@ -133,17 +186,21 @@ func TestCheckStatic(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	if err := docker.CheckStatic(filepath.Join(dir, "static")); err != nil {
-		t.Errorf("static binary refused: %v", err)
+	if libs, err := docker.Libraries(filepath.Join(dir, "static")); err != nil || len(libs) != 0 {
+		t.Errorf("static binary: %v, %v", libs, err)
 	}
-	// /bin/sh is dynamically linked on every distribution these tests
-	// run on; skip where it is not.
-	if err := docker.CheckStatic("/bin/sh"); err == nil {
+	libs, err := docker.Libraries("/bin/sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(libs) == 0 {
 		t.Skip("/bin/sh is static here")
-	} else if !errors.Is(err, docker.ErrConfig) || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
-		t.Errorf("dynamic binary: %v", err)
 	}
-	if err := docker.CheckStatic(src); !errors.Is(err, docker.ErrConfig) {
+	joined := strings.Join(libs, " ")
+	if !strings.Contains(joined, "/libc.so") || !strings.Contains(libs[0], "ld-") {
+		t.Errorf("/bin/sh needs %v: want its interpreter first and libc", libs)
+	}
+	if _, err := docker.Libraries(src); !errors.Is(err, docker.ErrConfig) || !strings.Contains(err.Error(), "not an ELF executable") {
 		t.Errorf("a text file: %v", err)
 	}
 }

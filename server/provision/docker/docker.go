@@ -1,8 +1,9 @@
 // Package docker is the provider whose hosts are containers on the local
 // Docker engine, each running `gpulayer agent -client` with simulated GPUs
 // of the pool's shape. The image is built on the engine FROM scratch from
-// the static gpulayer binary (no registry is needed), or named by the
-// pool's config.
+// the gpulayer binary (no registry is needed; a dynamically linked
+// binary brings its interpreter and libraries), or named by the pool's
+// config.
 //
 // Networking: the containers use the host's network. Each agent listens
 // on 127.0.0.1 at a port of its own (Settings.HTTPPorts), so the servers
@@ -60,7 +61,7 @@ const ConfigPath = "/etc/gpulayer/agent.hcl"
 const DataDir = "/data"
 
 // stopTimeout is how long Terminate lets the agent stop before it is
-// killed.
+// killed (at most half of what the ctx deadline leaves).
 const stopTimeout = 10 * time.Second
 
 // Config is the provider's settings for every pool; a pool's
@@ -69,8 +70,8 @@ type Config struct {
 	// Host is the engine's address ("unix:///var/run/docker.sock").
 	// Empty means DOCKER_HOST, else the default socket.
 	Host string
-	// Binary is the static gpulayer binary images are built from when a
-	// pool names none. Empty means the running executable.
+	// Binary is the gpulayer binary images are built from when a pool
+	// names none. Empty means the running executable.
 	Binary string
 	// Logger; nil means none.
 	Logger hclog.Logger
@@ -85,10 +86,7 @@ type Provider struct {
 
 	// buildLock (capacity 1) serializes image builds and guards images.
 	buildLock chan struct{}
-	images    map[imageKey]string
-	// portMu serializes choosing a port and creating the container that
-	// holds it (its label), so two creates never pick the same port.
-	portMu chan struct{}
+	images    map[imageKey]builtImage
 }
 
 var _ provision.Provider = (*Provider)(nil)
@@ -108,7 +106,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	return &Provider{
 		cfg: cfg, logger: cfg.Logger.Named("provider.docker"), api: api,
-		buildLock: make(chan struct{}, 1), images: map[imageKey]string{}, portMu: make(chan struct{}, 1),
+		buildLock: make(chan struct{}, 1), images: map[imageKey]builtImage{},
 	}, nil
 }
 
@@ -165,12 +163,12 @@ func (p *Provider) Create(ctx context.Context, req provision.CreateRequest) (pro
 	}
 
 	select {
-	case p.portMu <- struct{}{}:
+	case portLock <- struct{}{}:
 	case <-ctx.Done():
 		return provision.Host{}, fmt.Errorf("docker provider: waiting to choose a port: %w", ctx.Err())
 	}
 	id, port, err := p.createContainer(ctx, req, s, image)
-	<-p.portMu
+	<-portLock
 	if errors.Is(err, errExists) {
 		// A concurrent call (or an earlier one this caller lost track
 		// of) made it: use that one.
@@ -193,11 +191,16 @@ func (p *Provider) Create(ctx context.Context, req provision.CreateRequest) (pro
 	return p.inspectHost(ctx, id)
 }
 
+// portLock (capacity 1) serializes choosing a port and creating the
+// container that holds it (its label) across every Provider of the
+// process (one per pool), so two creates never pick the same port.
+var portLock = make(chan struct{}, 1)
+
 // errExists says the container of the key's name exists already.
 var errExists = errors.New("container exists")
 
 // createContainer picks a free port and creates (not starts) the
-// container; the caller holds portMu.
+// container; the caller holds portLock.
 func (p *Provider) createContainer(ctx context.Context, req provision.CreateRequest, s Settings, image string) (string, int, error) {
 	port, err := p.pickPort(ctx, s.HTTPPorts)
 	if err != nil {
@@ -341,7 +344,13 @@ func (p *Provider) Terminate(ctx context.Context, pool, hostID string) error {
 	if pool != "" && labels[LabelPool] != pool {
 		return fmt.Errorf("docker provider: container %s belongs to pool %q, not %q; refusing to remove it", hostID, labels[LabelPool], pool)
 	}
-	timeout := int(stopTimeout / time.Second)
+	// The agent gets up to stopTimeout to exit, less when ctx would not
+	// leave time to remove the container afterwards.
+	grace := stopTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		grace = min(grace, time.Until(dl)/2)
+	}
+	timeout := max(int(grace/time.Second), 0)
 	if _, err := p.api.ContainerStop(ctx, ins.Container.ID, client.ContainerStopOptions{Timeout: &timeout}); err != nil && !cerrdefs.IsNotFound(err) {
 		p.logger.Warn("stop before remove failed; removing by force", "container_id", ins.Container.ID, "error", err)
 	}

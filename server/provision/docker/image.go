@@ -4,13 +4,13 @@ import (
 	"archive/tar"
 	"context"
 	"crypto/sha256"
-	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -38,7 +38,7 @@ type imageKey struct {
 
 // ensureImage returns the image to run: s.Image when the pool names one
 // (it must exist on the engine: nothing is pulled), else the image built
-// from the static binary, built now if the engine lacks it.
+// from the gpulayer binary, built now if the engine lacks it.
 func (p *Provider) ensureImage(ctx context.Context, s Settings) (string, error) {
 	if s.Image != "" {
 		if _, err := p.api.ImageInspect(ctx, s.Image); err != nil {
@@ -75,47 +75,41 @@ func (p *Provider) ensureImage(ctx context.Context, s Settings) (string, error) 
 		return "", fmt.Errorf("%w: %s: %s is not a regular file", ErrConfig, KeyBinary, bin)
 	}
 	key := imageKey{bin, fi.Size(), fi.ModTime()}
-	tag, ok := p.images[key]
+	img, ok := p.images[key]
 	if !ok {
-		if err := checkStatic(bin); err != nil {
+		libs, err := libraries(bin)
+		if err != nil {
 			return "", err
 		}
 		sum, err := fileSHA256(bin)
 		if err != nil {
 			return "", fmt.Errorf("docker provider: hash %s: %w", bin, err)
 		}
-		tag = ImageRepository + ":" + sum[:12]
+		if sum, err = imageDigest(sum, libs); err != nil {
+			return "", err
+		}
+		img = builtImage{tag: ImageRepository + ":" + sum[:12], libs: libs}
 	}
-	if _, err := p.api.ImageInspect(ctx, tag); err == nil {
-		p.images[key] = tag
-		return tag, nil
+	if _, err := p.api.ImageInspect(ctx, img.tag); err == nil {
+		p.images[key] = img
+		return img.tag, nil
 	} else if !cerrdefs.IsNotFound(err) {
-		return "", fmt.Errorf("docker provider: inspect image %s: %w", tag, err)
+		return "", fmt.Errorf("docker provider: inspect image %s: %w", img.tag, err)
 	}
 	start := time.Now()
-	if err := p.buildImage(ctx, bin, tag); err != nil {
+	if err := p.buildImage(ctx, bin, img); err != nil {
 		return "", err
 	}
-	p.logger.Info("built host image", "image", tag, "binary", bin, "duration", time.Since(start))
-	p.images[key] = tag
-	return tag, nil
+	p.logger.Info("built host image", "image", img.tag, "binary", bin, "shared_libraries", len(img.libs), "duration", time.Since(start))
+	p.images[key] = img
+	return img.tag, nil
 }
 
-// checkStatic refuses a dynamically linked binary: the image is FROM
-// scratch and holds no libraries.
-func checkStatic(path string) error {
-	f, err := elf.Open(path)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %s is not an ELF executable: %v", ErrConfig, KeyBinary, path, err)
-	}
-	defer f.Close()
-	for _, prog := range f.Progs {
-		if prog.Type == elf.PT_INTERP {
-			return fmt.Errorf("%w: %s: %s is dynamically linked; the host image is FROM scratch, so build gpulayer with CGO_ENABLED=0 and name it in %q, or name an image in %q",
-				ErrConfig, KeyBinary, path, KeyBinary, KeyImage)
-		}
-	}
-	return nil
+// builtImage is the image of one version of a binary: its tag and the
+// files it holds beyond the binary.
+type builtImage struct {
+	tag  string
+	libs []imageFile
 }
 
 func fileSHA256(path string) (string, error) {
@@ -142,9 +136,10 @@ ENTRYPOINT ["/gpulayer"]
 // buildImage sends the engine a tar context (streamed, the binary is
 // not held in memory) and reads the build's progress to its end, failing
 // on the first error it reports.
-func (p *Provider) buildImage(ctx context.Context, bin, tag string) error {
+func (p *Provider) buildImage(ctx context.Context, bin string, img builtImage) error {
+	tag := img.tag
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(writeContext(pw, bin)) }()
+	go func() { pw.CloseWithError(writeContext(pw, bin, img.libs)) }()
 	defer pr.Close()
 	res, err := p.api.ImageBuild(ctx, pr, client.ImageBuildOptions{
 		Tags: []string{tag}, Remove: true, ForceRemove: true, Dockerfile: "Dockerfile",
@@ -187,8 +182,9 @@ func (p *Provider) buildImage(ctx context.Context, bin, tag string) error {
 	return nil
 }
 
-// writeContext writes the build context: Dockerfile and rootfs/.
-func writeContext(w io.Writer, bin string) error {
+// writeContext writes the build context: Dockerfile and rootfs/, with
+// libs at their paths.
+func writeContext(w io.Writer, bin string, libs []imageFile) error {
 	tw := tar.NewWriter(w)
 	now := time.Unix(0, 0)
 	file := func(name string, mode int64, body string) error {
@@ -212,22 +208,22 @@ func writeContext(w io.Writer, bin string) error {
 			return file("rootfs/etc/passwd", 0o644, "root:x:0:0:root:/root:/nonexistent\nnobody:x:65534:65534:nobody:/nonexistent:/nonexistent\n")
 		},
 		func() error { return file("rootfs/etc/group", 0o644, "root:x:0:\nnogroup:x:65534:\nnobody:x:65534:\n") },
-		func() error {
-			f, err := os.Open(bin)
-			if err != nil {
-				return err
+		func() error { return copyFile(tw, "rootfs"+AgentPath, bin, now) },
+	}
+	dirs := map[string]bool{"rootfs/": true, "rootfs/etc/": true, "rootfs/tmp/": true, "rootfs/data/": true}
+	for _, l := range libs {
+		// Parents first ("rootfs/lib/", "rootfs/lib/x86_64-linux-gnu/").
+		var parents []string
+		for d := filepath.Dir(l.path); d != "/" && d != "."; d = filepath.Dir(d) {
+			parents = append([]string{"rootfs" + d + "/"}, parents...)
+		}
+		for _, d := range parents {
+			if !dirs[d] {
+				dirs[d] = true
+				steps = append(steps, func() error { return dir(d, 0o755) })
 			}
-			defer f.Close()
-			fi, err := f.Stat()
-			if err != nil {
-				return err
-			}
-			if err := tw.WriteHeader(&tar.Header{Name: "rootfs" + AgentPath, Mode: 0o755, Size: fi.Size(), ModTime: now, Typeflag: tar.TypeReg}); err != nil {
-				return err
-			}
-			_, err = io.Copy(tw, f)
-			return err
-		},
+		}
+		steps = append(steps, func() error { return copyFile(tw, "rootfs"+l.path, l.src, now) })
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -235,4 +231,25 @@ func writeContext(w io.Writer, bin string) error {
 		}
 	}
 	return tw.Close()
+}
+
+// copyFile adds the regular file src to tw as name, mode 0755.
+func copyFile(tw *tar.Writer, name, src string, mtime time.Time) error {
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", src)
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: fi.Size(), ModTime: mtime, Typeflag: tar.TypeReg}); err != nil {
+		return err
+	}
+	_, err = io.CopyN(tw, f, fi.Size())
+	return err
 }
