@@ -24,6 +24,8 @@ var (
 	poolScalingSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{
 			{Name: "provider"}, {Name: "min"}, {Name: "max"}, {Name: "cooldown"}, {Name: "idle_after"}, {Name: "config"},
+			// Provisioning: what to do with unrecorded hosts.
+			{Name: "orphans"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{{Type: "config"}, {Type: "shape"}, {Type: "idle"}},
 	}
@@ -187,6 +189,7 @@ func (d *decoder) poolScaling(block *hcl.Block) *api.NodePoolScalingPolicy {
 	d.integer(c.Attributes["max"], &s.Max)
 	d.duration(c.Attributes["cooldown"], &s.Cooldown)
 	d.duration(c.Attributes["idle_after"], &s.IdleAfter)
+	d.str(c.Attributes["orphans"], &s.Orphans)
 	s.ProviderConfig = d.stringMap("config", c)
 	var shape, idle *hcl.Block
 	for _, b := range c.Blocks {

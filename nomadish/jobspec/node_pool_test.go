@@ -127,3 +127,21 @@ func FuzzParseNodePool(f *testing.F) {
 		}
 	})
 }
+
+// TestParseNodePoolOrphans reads the scaling block's orphans policy.
+func TestParseNodePoolOrphans(t *testing.T) {
+	p, err := ParseNodePool("p.hcl", []byte(`node_pool "gpu" {
+  scaling {
+    provider = "docker"
+    max      = 2
+    orphans  = "adopt"
+    shape { gpu_count = 1 }
+  }
+}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Scaling == nil || p.Scaling.Orphans != "adopt" {
+		t.Fatalf("scaling = %+v", p.Scaling)
+	}
+}
