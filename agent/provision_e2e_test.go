@@ -239,13 +239,17 @@ func TestProvisionLeaderKillMidScaleUp(t *testing.T) {
 	if code, body := c.send(leader, http.MethodPut, "/v1/node/pools", dockerPoolBody(t, pool, bin, 3, 3, time.Hour), nil); code != http.StatusOK {
 		t.Fatalf("apply pool: %d %s", code, body)
 	}
-	// Mid scale-up: the 3 creates are recorded and not all answered.
-	waittest.For(t, 60*time.Second, "scale-up recorded, not finished", func() (bool, string) {
+	// Mid scale-up: a container exists and creates are still unanswered.
+	waittest.For(t, 3*time.Minute, "scale-up under way: a container made, creates pending", func() (bool, string) {
 		st, msg := poolStatus(c, leader, pool)
 		if st == nil {
 			return false, msg
 		}
-		return len(st.Pending) == 3, fmt.Sprintf("pending %d hosts %d", len(st.Pending), st.Hosts)
+		if len(st.Pending) == 0 {
+			t.Fatalf("the scale-up finished before the kill (hosts %d)", st.Hosts)
+		}
+		n := len(poolContainers(t, pool))
+		return n >= 1, fmt.Sprintf("pending %d hosts %d containers %d", len(st.Pending), st.Hosts, n)
 	})
 	t.Logf("killing leader %s with 3 creates pending; containers so far: %d", leader.name, len(poolContainers(t, pool)))
 	leader.kill()
@@ -259,7 +263,16 @@ func TestProvisionLeaderKillMidScaleUp(t *testing.T) {
 			return false, msg
 		}
 		n := len(poolContainers(t, pool))
-		return st.Hosts == 3 && len(st.Pending) == 0 && n == 3, fmt.Sprintf("hosts %d pending %d containers %d", st.Hosts, len(st.Pending), n)
+		ready := 0
+		for _, nd := range st.Nodes {
+			if nd.State == "idle" {
+				ready++
+			}
+		}
+		running, _ := exec.Command("docker", "ps", "-q", "--filter", "label="+provdocker.LabelPool+"="+pool).Output()
+		up := len(strings.Fields(string(running)))
+		return st.Hosts == 3 && len(st.Pending) == 0 && n == 3 && up == 3 && ready == 3,
+			fmt.Sprintf("hosts %d pending %d containers %d running %d ready nodes %d", st.Hosts, len(st.Pending), n, up, ready)
 	})
 	// Stays at 3 through more reconcile rounds (the default 30 s), and
 	// every container is a recorded host.

@@ -104,6 +104,10 @@ func (p *Provisioner) reconcilePool(ctx context.Context, pool *structs.NodePool)
 		switch {
 		case named[h.ID]:
 			continue // a live host, as recorded
+		case r != nil && !r.Finished() && !p.isInFlight(r.ID) && !hostRunning(h):
+			// Made but not started (its create was cut short): the
+			// executor's Create, idempotent on the key, finishes it.
+			continue
 		case r != nil && !r.Finished() && !p.isInFlight(r.ID):
 			ok, err := p.applyResult(&structs.ProvisionResultRequest{ID: r.ID, ExpectedIndex: r.ModifyIndex,
 				Status: structs.ProvisionStatusComplete, HostID: h.ID, Attempts: r.Attempts, UpdatedAt: now.UnixNano()})
@@ -159,4 +163,10 @@ func (p *Provisioner) reconcilePool(ctx context.Context, pool *structs.NodePool)
 		p.logger.Warn("reconcile: a recorded host is gone from the provider", "pool", pool.Name, "host_id", r.HostID)
 	}
 	return nil
+}
+
+// hostRunning reports whether a listed host is up, or its provider does
+// not say ("" state).
+func hostRunning(h Host) bool {
+	return h.State == "" || h.State == "running"
 }

@@ -111,3 +111,25 @@ func TestReconcileHostGone(t *testing.T) {
 		t.Fatalf("hosts %d creates %d, want 1 and 2", hosts, creates)
 	}
 }
+
+// TestReconcileHostNotStarted: a pending create whose host exists but is
+// not running (the old leader died between making and starting it) is
+// not completed by the reconcile: the executor's Create, idempotent on the
+// key, finishes the host.
+func TestReconcileHostNotStarted(t *testing.T) {
+	ctx := context.Background()
+	pool := gpuPool("gpu", 0, 1)
+	h := newHarness(t, pool)
+	if err := h.p.recordCreates(pool, scaleUp{count: 1, reason: "test: +1"}, h.clock()); err != nil {
+		t.Fatal(err)
+	}
+	r := h.requests("gpu")[0]
+	fp := h.provs["gpu"]
+	fp.addHost(Host{ID: "half", Pool: "gpu", IdempotencyKey: r.IdempotencyKey, NodeName: r.NodeName, State: "created"})
+	h.settle(ctx)
+	_, creates := fp.count()
+	got := h.requests("gpu")[0]
+	if creates != 1 || got.Status != structs.ProvisionStatusComplete || got.HostID != "half" {
+		t.Fatalf("creates %d, request %+v: want the executor's Create to finish the half-made host", creates, got)
+	}
+}
