@@ -43,6 +43,7 @@ var (
 	_ NodePoolServer = (*server.Server)(nil)
 	// Provisioning.
 	_ NodePoolStatusServer = (*server.Server)(nil)
+	_ poolsUIServer        = (*server.Server)(nil)
 )
 
 // FullClient is Client plus every optional interface the handler
