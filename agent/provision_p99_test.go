@@ -77,7 +77,7 @@ func TestProvisionSlowProviderAPIP99(t *testing.T) {
 		resp.Body.Close()
 		return d, resp.StatusCode
 	}
-	const n = 300
+	const n = 1000
 	measure := func(phase string) time.Duration {
 		lat := make([]time.Duration, 0, n)
 		for i := 0; i < n; i++ {
