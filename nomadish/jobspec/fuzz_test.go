@@ -45,6 +45,9 @@ func FuzzParse(f *testing.F) {
 		`job "a" { update { canary = 1 } group "g" { update { max_parallel = 2 max_unavailable = 0 min_healthy_time = "1x" } } }`,
 		`job "a" { group "g" { update { health_check = "manual" auto_revert = true auto_promote = "yes" } update {} } }`,
 		`job "a" { type = "batch" group "g" { max_run_duration = "3s" task "t" { max_run_duration = "-1ns" } } }`,
+		// Endpoints.
+		`job "a" { group "g" { count = 3 network { port "http" {} } endpoint { name = "e" port = 9000 model = "m" policy = "least_outstanding" models_path = "/v1/models" member_port = "http" } } }`,
+		`job "a" { group "g" { endpoint { name = "E_" port = 1e9 model = null } endpoint {} } }`,
 	} {
 		f.Add([]byte(s))
 	}
