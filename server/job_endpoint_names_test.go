@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,5 +64,47 @@ func TestServer_EndpointNameConflict(t *testing.T) {
 	// And now a cannot start again under the name b holds.
 	if _, err := s.JobRegister(ctxT(t), endpointServiceJob("a", "llm-70b")); !errors.Is(err, structs.ErrEndpointConflict) {
 		t.Fatalf("register a after b took the name: %v", err)
+	}
+}
+
+// TestServer_EndpointJobPlan: `job plan` shows why an endpoint's members
+// do not fit on one node, and that a changed endpoint block replaces
+// every member (a destructive update) on their node.
+func TestServer_EndpointJobPlan(t *testing.T) {
+	s := servertest.NewServer(t)
+	registerNode(t, s, 0)
+	registerNode(t, s, 0)
+	big := endpointServiceJob("serve", "llm-70b")
+	big.TaskGroups[0].Count = 3
+	big.TaskGroups[0].Tasks[0].Resources.CPU = 6000 // two fit on a node, three do not
+	resp, err := s.JobPlan(ctxT(t), big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := resp.Groups[0]
+	if g.Place != 0 || g.Queued != 3 || g.Failure == nil ||
+		!strings.Contains(g.Failure.Explanation, "endpoint llm-70b: no node fits all 3 members: 2 nodes: not enough free CPU") {
+		t.Fatalf("plan of 3: %+v failure %+v", g, g.Failure)
+	}
+	job := endpointServiceJob("serve", "llm-70b")
+	if _, err := s.JobRegister(ctxT(t), job); err != nil {
+		t.Fatal(err)
+	}
+	allocs := runningAllocs(t, s, job.ID, 2)
+	if allocs[0].NodeID != allocs[1].NodeID {
+		t.Fatalf("members on %s and %s", allocs[0].NodeID, allocs[1].NodeID)
+	}
+	changed := endpointServiceJob("serve", "llm-70b")
+	changed.TaskGroups[0].Endpoint.Port = 9001
+	resp, err = s.JobPlan(ctxT(t), changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(resp.Diff, `~ TaskGroups["web"].Endpoint.Port: 9000 => 9001`) {
+		t.Fatalf("diff %q", resp.Diff)
+	}
+	g = resp.Groups[0]
+	if g.Stop != 2 || g.Place != 2 || g.InPlace != 0 || len(g.Nodes) != 1 {
+		t.Fatalf("changed endpoint: %+v", g)
 	}
 }
