@@ -10,7 +10,10 @@ import (
 	"testing"
 )
 
-var fuzzDiagLine = regexp.MustCompile(`^fuzz\.hcl:\d+:\d+: \S`)
+var (
+	fuzzDiagLine = regexp.MustCompile(`^fuzz\.hcl:\d+:\d+: \S`)
+	fuzzMoreLine = regexp.MustCompile(`^\.\.\. and \d+ more problems$`)
+)
 
 // FuzzParse checks that Parse never panics, that every failure is an *Error
 // whose lines read "fuzz.hcl:line:col: message", and that every job it
@@ -66,7 +69,15 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("parser panicked: %s", d.Detail)
 				}
 			}
-			for _, line := range strings.Split(err.Error(), "\n") {
+			lines := strings.Split(err.Error(), "\n")
+			if len(perr.Diagnostics) > MaxShownDiagnostics {
+				// The count of the diagnostics not listed (Error).
+				if last := lines[len(lines)-1]; !fuzzMoreLine.MatchString(last) {
+					t.Fatalf("last line %q of %d diagnostics does not count the rest", last, len(perr.Diagnostics))
+				}
+				lines = lines[:len(lines)-1]
+			}
+			for _, line := range lines {
 				if !fuzzDiagLine.MatchString(line) {
 					t.Fatalf("line %q does not read file:line:col: message", line)
 				}
