@@ -260,6 +260,11 @@ var routeACL = map[string]routeRule{
 	"GET /ui/node/{id}":       {access: accessNodeRead},
 	"GET /ui/servers":         {access: accessAgentRead},
 	"GET /ui/run":             {access: accessUI},
+
+	// Job validation (issue 14: `gpulayer job validate`); the handler
+	// checks read-job in the body job's namespace too.
+	"PUT /v1/validate/job":  nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"POST /v1/validate/job": nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
 }
 
 // errPermissionDenied is the refusal of a caller without the right: its
