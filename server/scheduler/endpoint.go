@@ -24,7 +24,10 @@ import (
 //     node the replaced members ran on, else the best-ranked; live members
 //     left on a node that no longer takes allocations are stopped and
 //     placed again with the set, so the set moves together. When no node
-//     fits them all, nothing is placed and nothing is stopped.
+//     fits them all, nothing is placed and nothing is stopped; when one
+//     node would fit them all once the allocations being stopped there are
+//     gone (a destructive update on a full node), AwaitingStops says so and
+//     the blocked evaluation places them then.
 //   - Every member holds the endpoint's port on its node
 //     (AllocatedSharedResources.Endpoint), shared with the other members
 //     and with no one else (portUsage.endpointFits; the plan applier checks
@@ -165,8 +168,52 @@ func (c *evalCtx) placeEndpointHome(plan *structs.Plan, g *groupScan, home *stru
 			why += fmt.Sprintf(" (room for %d of %d)", placed, len(reqs))
 		}
 		fail(why)
+		if c.endpointAwaits(plan, g, cand, u, reqs) {
+			noteAwaiting(out.failed[tg.Name], home, len(reqs))
+		}
 	}
 	return nil
+}
+
+// endpointAwaits reports whether every request would fit on the
+// candidate's node once the allocations being stopped there (told to stop
+// or be evicted, or stopped by this plan) are gone, allocations evicted for
+// a waiting job of higher priority excepted (see reservations). It changes
+// neither plan nor u.
+func (c *evalCtx) endpointAwaits(plan *structs.Plan, g *groupScan, cand *candidate, u *nodeUsage, reqs []placementRequest) bool {
+	inPlan := map[string]bool{}
+	for _, a := range plan.NodeUpdate[u.node.ID] {
+		inPlan[a.ID] = true
+	}
+	f := u.clone()
+	freed := false
+	for _, a := range f.allocs {
+		if a.DesiredStatus == structs.AllocDesiredStatusRun && !inPlan[a.ID] {
+			continue
+		}
+		if reserved, err := c.usage.reserve.reservedFor(a); err != nil || reserved {
+			continue
+		}
+		f.add(a.AllocatedResources, -1)
+		if sh := a.AllocatedResources.Shared; sh != nil && sh.Endpoint != nil {
+			f.ports.addEndpoint(structs.EndpointOwner(a), sh.Endpoint.Port, -1)
+		}
+		freed = true
+	}
+	if !freed {
+		return false
+	}
+	f.recount()
+	n, dim, err := c.tryEndpointNode(&structs.Plan{}, g, cand, f, reqs)
+	return err == nil && dim == "" && n == len(reqs)
+}
+
+// noteAwaiting records on m that all n members fit on node once the
+// allocations being stopped there are gone: the blocked evaluation places
+// them then, and `job run` waits for it instead of reporting a failure.
+func noteAwaiting(m *structs.AllocMetric, node *structs.Node, n int) {
+	m.AwaitingStops = n
+	m.Explanation += fmt.Sprintf("; all %d fit on node %s once allocations being stopped release their resources", n, node.Name)
 }
 
 // placeEndpointSet places every request on one node, or none, recording
@@ -228,6 +275,12 @@ func (c *evalCtx) placeEndpointSet(plan *structs.Plan, g *groupScan, reqs []plac
 	}
 	out.failed[tg.Name] = m
 	out.queued[tg.Name] = len(reqs)
+	for _, i := range order {
+		if c.endpointAwaits(plan, g, g.cands[i], g.usages[i], reqs) {
+			noteAwaiting(m, g.cands[i].node, len(reqs))
+			break
+		}
+	}
 	return false, nil
 }
 

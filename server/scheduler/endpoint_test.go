@@ -433,3 +433,33 @@ func TestEndpointDrainNoRoomStopsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointUpdateAwaitsStops: a destructive update on a node with no
+// room for old and new members at once stops the old ones and waits for
+// them (AwaitingStops covers every member, so `job run` does not report a
+// failure); once they are gone the blocked evaluation places the new ones
+// there together.
+func TestEndpointUpdateAwaitsStops(t *testing.T) {
+	h := newHarness(t)
+	h.state.upsertNode(endpointNode("n1", 4000))
+	job := endpointJob("serve", "llm-70b", 9000, 3, 1000, 100)
+	h.register(job)
+	old := h.state.liveAllocs("serve")
+	h.state.setClientStatus(structs.AllocClientStatusRunning, old...)
+	job.TaskGroups[0].Tasks[0].Config = map[string]interface{}{"command": "/bin/false"}
+	ev := h.register(job)
+	m := ev.FailedTGAllocs["llm"]
+	if m == nil || m.AwaitingStops != 3 ||
+		!strings.Contains(m.Explanation, "all 3 fit on node name-n1 once allocations being stopped release their resources") {
+		t.Fatalf("failure %+v", m)
+	}
+	blocked := h.planner.created[len(h.planner.created)-1]
+	h.state.setClientStatus(structs.AllocClientStatusComplete, old...)
+	if ev := h.process(blocked); len(ev.FailedTGAllocs) != 0 {
+		t.Fatalf("blocked eval: %+v", ev.FailedTGAllocs["llm"])
+	}
+	if id := onlyNode(t, h.state, "serve", 3); id != "n1" {
+		t.Fatalf("placed on %s", id)
+	}
+	checkInvariants(t, h.state)
+}
