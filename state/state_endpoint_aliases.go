@@ -48,6 +48,18 @@ func (s *StateStore) PromoteEndpointAlias(index uint64, alias *structs.EndpointA
 	return nil
 }
 
+// CheckEndpointAliasPromotable runs PromoteEndpointAlias's checks on the
+// current state without writing, so an endpoint can refuse a promotion
+// before it costs a Raft entry. It returns the same errors.
+func (s *StateStore) CheckEndpointAliasPromotable(alias *structs.EndpointAlias) error {
+	if err := alias.Validate(); err != nil {
+		return err
+	}
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	return checkPromotableTxn(txn, alias)
+}
+
 // checkPromotableTxn applies PromoteEndpointAlias's rules on the endpoint.
 func checkPromotableTxn(txn *memdb.Txn, alias *structs.EndpointAlias) error {
 	job, err := jobByIDTxn(txn, nil, alias.JobID)
