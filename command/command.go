@@ -146,6 +146,11 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"service":      func() (cli.Command, error) { return &ServiceCommand{Meta: m}, nil },
 		"service list": func() (cli.Command, error) { return &ServiceListCommand{Meta: m}, nil },
 		"service info": func() (cli.Command, error) { return &ServiceInfoCommand{Meta: m}, nil },
+		// Endpoint aliases and the fleet view (endpoint.go).
+		"endpoint":         func() (cli.Command, error) { return &EndpointCommand{Meta: m}, nil },
+		"endpoint status":  func() (cli.Command, error) { return &EndpointStatusCommand{Meta: m}, nil },
+		"endpoint promote": func() (cli.Command, error) { return &EndpointPromoteCommand{Meta: m}, nil },
+		"endpoint demote":  func() (cli.Command, error) { return &EndpointDemoteCommand{Meta: m}, nil },
 		// Job validation (issue 14, job_validate.go).
 		"job validate": func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
 	}

@@ -35,7 +35,9 @@ var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, Tab
 	// Job versions and deployments.
 	TableJobVersions, TableDeployments,
 	// Periodic jobs.
-	TablePeriodicLaunch}
+	TablePeriodicLaunch,
+	// Endpoint aliases.
+	TableEndpointAliases}
 
 // IndexEntry is a row of the index table: the Raft index at which the table
 // named Key last changed.
@@ -63,6 +65,8 @@ var schemaFns = []func() *memdb.TableSchema{
 	deploymentsTableSchema,
 	// Periodic jobs.
 	periodicLaunchTableSchema,
+	// Endpoint aliases.
+	endpointAliasesTableSchema,
 }
 
 // dbSchema returns the full memdb schema. It returns an error when a table's

@@ -43,11 +43,13 @@ const (
 	DeploymentStatusUpdateRequestType MessageType = 23
 	DeploymentPromoteRequestType      MessageType = 24
 	DeploymentAllocHealthRequestType  MessageType = 25
-	// Periodic and parameterized jobs (structs/job_children.go); 21 is
-	// kept for them.
+	// Periodic and parameterized jobs (structs/job_children.go).
 	PeriodicLaunchRequestType     MessageType = 18
 	JobDispatchRequestType        MessageType = 19
 	JobChildrenReleaseRequestType MessageType = 20
+	// Endpoint aliases (structs/endpoint_alias.go): 21 and 26.
+	EndpointAliasPromoteRequestType MessageType = 21
+	EndpointAliasDeleteRequestType  MessageType = 26
 )
 
 // IgnoreUnknownTypeFlag is set on message types that older servers may
@@ -117,6 +119,11 @@ func (t MessageType) String() string {
 		return "JobDispatch"
 	case JobChildrenReleaseRequestType:
 		return "JobChildrenRelease"
+	// Endpoint aliases.
+	case EndpointAliasPromoteRequestType:
+		return "EndpointAliasPromote"
+	case EndpointAliasDeleteRequestType:
+		return "EndpointAliasDelete"
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }

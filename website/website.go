@@ -24,7 +24,9 @@ var staticFS embed.FS
 // Pages lists the page templates; each is parsed together with
 // templates/layout.html and templates/partials.html (blocks several pages
 // share) and defines the blocks "title" and "main".
-var Pages = []string{"jobs", "job", "alloc", "nodes", "node", "servers", "run", "error"}
+var Pages = []string{"jobs", "job", "alloc", "nodes", "node", "servers", "run", "error",
+	// Endpoint aliases and the fleet view.
+	"endpoints"}
 
 // Templates parses every page with the layout and funcs, returning one
 // template per page name, executed by its "layout" template. It fails when

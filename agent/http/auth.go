@@ -261,6 +261,18 @@ var routeACL = map[string]routeRule{
 	"GET /ui/servers":         {access: accessAgentRead},
 	"GET /ui/run":             {access: accessUI},
 
+	// Endpoint aliases and the fleet view (endpoints_fleet.go, issue 14):
+	// reads need read-job, promotion and demotion submit-job, in
+	// ?namespace= ("*" lists need read-job in "*"; lists are filtered by
+	// read-job too).
+	"GET /v1/endpoints":                 nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"GET /v1/endpoint/{name}":           nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"GET /v1/endpoint/aliases":          nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"PUT /v1/endpoint/alias/{alias}":    nsRule(structs.NamespaceCapabilitySubmitJob, nsQuery),
+	"POST /v1/endpoint/alias/{alias}":   nsRule(structs.NamespaceCapabilitySubmitJob, nsQuery),
+	"DELETE /v1/endpoint/alias/{alias}": nsRule(structs.NamespaceCapabilitySubmitJob, nsQuery),
+	"GET /ui/endpoints":                 {access: accessUI},
+
 	// Job validation (issue 14: `gpulayer job validate`); the handler
 	// checks read-job in the body job's namespace too.
 	"PUT /v1/validate/job":  nsRule(structs.NamespaceCapabilityReadJob, nsQuery),

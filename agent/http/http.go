@@ -247,6 +247,8 @@ func (h *handler) routes() {
 	h.mux.HandleFunc("GET /v1/status/health", h.statusHealth)
 	h.handle("GET /v1/agent/self", h.agentSelf)
 	h.mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", h.fsLogs)
+	// Endpoint aliases and the fleet view (endpoints_fleet.go).
+	h.endpointRoutes()
 }
 
 // apiFunc is a route that returns a value to encode as JSON, or an error to

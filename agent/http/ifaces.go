@@ -39,6 +39,8 @@ var (
 	_ metricsCollector   = (*server.Server)(nil)
 	_ nodeSecreter       = (*server.Server)(nil)
 	_ raftMembers        = (*server.Server)(nil)
+	// Endpoint aliases and the fleet view.
+	_ EndpointServer = (*server.Server)(nil)
 )
 
 // FullClient is Client plus every optional interface the handler

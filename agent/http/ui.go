@@ -77,6 +77,8 @@ func (h *handler) uiRoutes() error {
 	h.mux.HandleFunc("GET /ui/node/{id}", u.page(u.nodePage))
 	h.mux.HandleFunc("GET /ui/servers", u.page(u.serversPage))
 	h.mux.HandleFunc("GET /ui/run", u.page(u.runPage))
+	// Endpoint aliases and the fleet view.
+	h.mux.HandleFunc("GET /ui/endpoints", u.page(u.endpointsPage))
 	static := http.StripPrefix("/ui/static/", http.FileServerFS(website.Static()))
 	h.mux.Handle("GET /ui/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-cache")

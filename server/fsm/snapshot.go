@@ -62,6 +62,8 @@ const (
 	// Allocations without their job (format 2).
 	SnapshotRecordAllocJob SnapshotRecordType = 11 // a snapshotAllocJob: a job version allocations name
 	SnapshotRecordAllocRef SnapshotRecordType = 12 // a snapshotAllocRef: an allocation and its job's Ref
+	// Endpoint aliases.
+	SnapshotRecordEndpointAlias SnapshotRecordType = 13 // a *structs.EndpointAlias
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
 	SnapshotRecordEnd SnapshotRecordType = 255
 )
@@ -163,7 +165,9 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 		state.TableACLPolicies, state.TableACLTokens, state.TableACLBootstrap, state.TableArtifacts,
 		state.TableServiceRegistrations, state.TablePeriodicLaunch,
 		// Job versions and deployments.
-		state.TableJobVersions, state.TableDeployments} {
+		state.TableJobVersions, state.TableDeployments,
+		// Endpoint aliases.
+		state.TableEndpointAliases} {
 		idx, err := snap.Index(table)
 		if err != nil {
 			return err
@@ -239,7 +243,10 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 			return err
 		}
 	}
-	return writeDeploymentState(sw, snap)
+	if err := writeDeploymentState(sw, snap); err != nil {
+		return err
+	}
+	return writeEndpointAliases(sw, snap)
 }
 
 // writeAllocs writes allocs as SnapshotRecordAllocRef records, each distinct
@@ -609,6 +616,12 @@ func (rs *restoreState) record(t SnapshotRecordType) error {
 			return err
 		}
 		return restore.PeriodicLaunchRestore(&l)
+	case SnapshotRecordEndpointAlias:
+		var a structs.EndpointAlias
+		if err := decodeRecord(dec, &a); err != nil {
+			return err
+		}
+		return restore.EndpointAliasRestore(&a)
 	case SnapshotRecordIndex:
 		var ie state.IndexEntry
 		if err := decodeRecord(dec, &ie); err != nil {

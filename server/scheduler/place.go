@@ -97,9 +97,11 @@ func (c *evalCtx) newGroupScan(tg *structs.TaskGroup) *groupScan {
 	h.Write([]byte{0})
 	h.Write([]byte(tg.Name))
 	seed := h.Sum64()
+	ask := newGroupAsk(c.job, tg)
+	ask.promoted = promotedReason(c.usage.state, c.job, tg)
 	return &groupScan{
 		ctx:    c,
-		ask:    newGroupAsk(c.job, tg),
+		ask:    ask,
 		metric: &structs.AllocMetric{},
 		order:  slices.Clone(c.nodes),
 		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
