@@ -41,6 +41,9 @@ func (s *Server) jobRegister(ctx context.Context, job *structs.Job, prior *uint6
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
+	if err := s.checkJobNodePool(job); err != nil {
+		return nil, err
+	}
 	now := time.Now().UnixNano()
 	job.SubmitTime = now
 	if job.IsParent() {
