@@ -204,13 +204,13 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 		if pc.cw.n == 0 && (body == nil || !body.touched) {
 			return next
 		}
-		m.failed.Add(1)
-		r.failed.Add(1)
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
+			r.failed.Add(1)
 			http.Error(w, "endpoint router: request body too large", http.StatusRequestEntityTooLarge)
 			return done
 		}
+		r.memberFailed(ctx, m)
 		r.log.Debug("sending to member failed", "alloc_id", m.m.AllocID, "error", err)
 		http.Error(w, "endpoint "+r.ep.Name+": member connection broken", http.StatusBadGateway)
 		return done
@@ -219,9 +219,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	resp, err := readResponse(pc, out)
 	if err != nil {
 		_ = pc.conn.Close()
-		m.failed.Add(1)
-		r.failed.Add(1)
-		m.kickVerify()
+		r.memberFailed(ctx, m)
 		r.log.Debug("member response failed", "alloc_id", m.m.AllocID, "error", err)
 		if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
 			http.Error(w, "endpoint "+r.ep.Name+": member response timeout", http.StatusGatewayTimeout)
@@ -257,9 +255,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 		if errors.Is(err, errClientWrite) {
 			return done // the client went away; nothing to tell it
 		}
-		m.failed.Add(1)
-		r.failed.Add(1)
-		m.kickVerify()
+		r.memberFailed(ctx, m)
 		r.log.Debug("member response body broke", "alloc_id", m.m.AllocID, "error", err)
 		// Cut the client's connection: a truncated body must not look
 		// complete.
@@ -274,6 +270,17 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 		m.pool.put(pc)
 	}
 	return done
+}
+
+// memberFailed counts a request that failed after dispatch; unless the
+// client went away (or Close cut it), the member is blamed and re-verified
+// now.
+func (r *Router) memberFailed(ctx context.Context, m *member) {
+	r.failed.Add(1)
+	if ctx.Err() == nil {
+		m.failed.Add(1)
+		m.kickVerify()
+	}
 }
 
 // readResponse reads the member's response headers, skipping 1xx
