@@ -3,7 +3,6 @@ package endpoint
 import (
 	"bufio"
 	"context"
-	"errors"
 	"net"
 	"sync"
 	"time"
@@ -15,10 +14,6 @@ import (
 // (idempotent methods on a reused connection that broke before the first
 // response byte), which the endpoint's no-replay rule forbids. Owning the
 // connection also tells exactly whether any byte of a request was written.
-
-// errStale says a pooled connection was found closed by the member (or
-// holding stray bytes) before any byte of a request was written to it.
-var errStale = errors.New("kept-alive connection closed by the member")
 
 // poolConfig configures a connPool.
 type poolConfig struct {

@@ -229,7 +229,7 @@ func New(cfg Config) (*Router, error) {
 
 func (c *Config) validate() error {
 	if c.Endpoint == nil {
-		return errors.New("Endpoint: missing")
+		return errors.New("Config.Endpoint: missing")
 	}
 	if c.Endpoint.Model == "" {
 		return errors.New("Endpoint.Model: missing")
