@@ -45,38 +45,40 @@ func BenchmarkRouterAddedLatency(b *testing.B) {
 	rate := envInt(b, "ENDPOINT_BENCH_RATE", 1000)
 	count := envInt(b, "ENDPOINT_BENCH_REQUESTS", 10000)
 
+	// By default members and router run in this process, beside the
+	// load generator (the router shares its Go runtime with both while
+	// nginx has a process of its own); ENDPOINT_BENCH_PROCS=separate runs
+	// members and router in processes of their own, as in production,
+	// which costs more context switches than a shared 2-core machine may
+	// give at 3,000 requests/s.
 	var addrs []string
-	for i := 0; i < 3; i++ {
-		addrs = append(addrs, startBenchMember(b))
-	}
-	r, err := New(Config{
-		Endpoint:   &structs.Endpoint{Name: "bench", Model: testModel},
-		ListenAddr: "127.0.0.1:0",
-		Logger:     hclog.NewNullLogger(),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = r.Close() })
-	ms := make([]Member, len(addrs))
-	for i, a := range addrs {
-		ms[i] = Member{AllocID: fmt.Sprint("m", i), Index: i, Addr: a, Identity: testIdentity, ChecksPassing: true}
-	}
-	r.SetMembers(ms)
-	deadline := time.Now().Add(10 * time.Second)
-	for r.Status().Admitted != len(ms) {
-		if time.Now().After(deadline) {
-			b.Fatalf("members not admitted: %+v", r.Status().Members)
+	var routerAddr, layout string
+	switch v := os.Getenv("ENDPOINT_BENCH_PROCS"); v {
+	case "separate":
+		addrs = strings.Split(spawnBenchChild(b, "members", ""), ",")
+		routerAddr = spawnBenchChild(b, "router", strings.Join(addrs, ","))
+		layout = "members and router each in a process of their own"
+	case "", "shared":
+		var stop func()
+		var err error
+		if addrs, stop, err = startBenchMembers(3); err != nil {
+			b.Fatal(err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		b.Cleanup(stop)
+		r, err := startBenchRouter(addrs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = r.Close() })
+		routerAddr = r.Addr()
+		layout = "members and router in the load generator's process"
+	default:
+		b.Fatalf("ENDPOINT_BENCH_PROCS=%q: want shared or separate", v)
 	}
 
 	targets := []*benchTarget{
 		{name: "direct", url: "http://" + addrs[0] + "/v1/completions"},
-		{name: "router", url: "http://" + r.Addr() + "/v1/completions"},
+		{name: "router", url: "http://" + routerAddr + "/v1/completions"},
 	}
 	if nginxAddr, ok := startNginx(b, addrs); ok {
 		targets = append(targets, &benchTarget{name: "nginx", url: "http://" + nginxAddr + "/v1/completions"})
@@ -91,11 +93,14 @@ func BenchmarkRouterAddedLatency(b *testing.B) {
 
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		runLoad(targets, rate/5, count/10) // warm-up: connections, caches
+		_ = runLoad(targets, rate/5, count/10) // warm-up: connections, caches
 		for _, t := range targets {
 			t.lat, t.errs = t.lat[:0], 0
 		}
-		runLoad(targets, rate, count)
+		load0 := loadAvg()
+		sent := runLoad(targets, rate, count)
+		b.Logf("sent %d requests per target in %s (%.0f/s per target, scheduled %d/s); load average %s before, %s after",
+			count, sent.Round(time.Millisecond), float64(count)/sent.Seconds(), rate, load0, loadAvg())
 	}
 	b.StopTimer()
 
@@ -106,8 +111,8 @@ func BenchmarkRouterAddedLatency(b *testing.B) {
 		}
 		slices.Sort(t.lat)
 	}
-	b.Logf("%d GETs per target at %d/s each, targets interleaved, 3 members (in-process Go servers); GOMAXPROCS=%d",
-		count, rate, runtime.GOMAXPROCS(0))
+	b.Logf("%d GETs per target at %d/s each, targets interleaved, 3 Go net/http members, %s, nginx in its own; GOMAXPROCS=%d, %d CPUs",
+		count, rate, layout, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	for _, t := range targets {
 		p50, p99 := pct(t.lat, 50), pct(t.lat, 99)
 		line := fmt.Sprintf("%-7s p50 %8s  p99 %8s  p99.9 %8s", t.name, p50, p99, pct(t.lat, 99.9))
@@ -146,7 +151,8 @@ type benchTarget struct {
 // runLoad sends count requests to each target at rate per second per
 // target, open loop (each request in its own goroutine, sent at its
 // scheduled time whatever the earlier ones do), the targets taking turns.
-func runLoad(targets []*benchTarget, rate, count int) {
+// It returns how long sending took (the schedule says count/rate).
+func runLoad(targets []*benchTarget, rate, count int) time.Duration {
 	if rate < 1 {
 		rate = 1
 	}
@@ -178,7 +184,18 @@ func runLoad(targets []*benchTarget, rate, count int) {
 			t.mu.Unlock()
 		}()
 	}
+	sent := time.Since(start)
 	wg.Wait()
+	return sent
+}
+
+// loadAvg returns the 1-minute load average, or "?".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 func benchGet(c *http.Client, url string) error {
@@ -220,13 +237,9 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
-// startBenchMember serves an OpenAI-shaped member on 127.0.0.1 and returns
-// its address.
-func startBenchMember(b *testing.B) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
+// startBenchMembers serves n OpenAI-shaped members on 127.0.0.1 and
+// returns their addresses and a function that stops them.
+func startBenchMembers(n int) ([]string, func(), error) {
 	listing := `{"object":"list","data":[{"id":"` + testModel + `","object":"model"}]}`
 	mux := http.NewServeMux()
 	mux.HandleFunc("/v1/models", func(w http.ResponseWriter, _ *http.Request) {
@@ -238,10 +251,55 @@ func startBenchMember(b *testing.B) string {
 		w.Header().Set("Content-Length", strconv.Itoa(len(benchCompletion)))
 		_, _ = io.WriteString(w, benchCompletion)
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	b.Cleanup(func() { _ = srv.Close() })
-	return ln.Addr().String()
+	var addrs []string
+	var srvs []*http.Server
+	stop := func() {
+		for _, s := range srvs {
+			_ = s.Close()
+		}
+	}
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		srvs = append(srvs, srv)
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs, stop, nil
+}
+
+// startBenchRouter starts a router over the members at addrs and waits
+// for their admission.
+func startBenchRouter(addrs []string) (*Router, error) {
+	r, err := New(Config{
+		Endpoint:   &structs.Endpoint{Name: "bench", Model: testModel},
+		ListenAddr: "127.0.0.1:0",
+		Logger:     hclog.NewNullLogger(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Start(context.Background()); err != nil {
+		return nil, err
+	}
+	ms := make([]Member, len(addrs))
+	for i, a := range addrs {
+		ms[i] = Member{AllocID: fmt.Sprint("m", i), Index: i, Addr: a, Identity: testIdentity, ChecksPassing: true}
+	}
+	r.SetMembers(ms)
+	deadline := time.Now().Add(10 * time.Second)
+	for r.Status().Admitted != len(ms) {
+		if time.Now().After(deadline) {
+			_ = r.Close()
+			return nil, fmt.Errorf("members not admitted: %+v", r.Status().Members)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return r, nil
 }
 
 // startNginx runs nginx in the foreground with a generated config: round
@@ -335,34 +393,16 @@ http {
 // (closed loop), for the router's CPU and allocations per request; the
 // direct sub-benchmark is the same GET to a member without the router.
 func BenchmarkRouterRequest(b *testing.B) {
-	var addrs []string
-	for i := 0; i < 3; i++ {
-		addrs = append(addrs, startBenchMember(b))
-	}
-	r, err := New(Config{
-		Endpoint:   &structs.Endpoint{Name: "bench", Model: testModel},
-		ListenAddr: "127.0.0.1:0",
-		Logger:     hclog.NewNullLogger(),
-	})
+	addrs, stop, err := startBenchMembers(3)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := r.Start(context.Background()); err != nil {
+	b.Cleanup(stop)
+	r, err := startBenchRouter(addrs)
+	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = r.Close() })
-	ms := make([]Member, len(addrs))
-	for i, a := range addrs {
-		ms[i] = Member{AllocID: fmt.Sprint("m", i), Index: i, Addr: a, Identity: testIdentity, ChecksPassing: true}
-	}
-	r.SetMembers(ms)
-	deadline := time.Now().Add(10 * time.Second)
-	for r.Status().Admitted != len(ms) {
-		if time.Now().After(deadline) {
-			b.Fatalf("members not admitted: %+v", r.Status().Members)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	for _, tc := range []struct{ name, url string }{
 		{"direct", "http://" + addrs[0] + "/v1/completions"},
 		{"router", "http://" + r.Addr() + "/v1/completions"},

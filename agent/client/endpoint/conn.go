@@ -3,6 +3,7 @@ package endpoint
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"sync"
 	"time"
@@ -14,6 +15,9 @@ import (
 // (idempotent methods on a reused connection that broke before the first
 // response byte), which the endpoint's no-replay rule forbids. Owning the
 // connection also tells exactly whether any byte of a request was written.
+
+// errPoolClosed says the member left the set.
+var errPoolClosed = errors.New("member removed")
 
 // poolConfig configures a connPool.
 type poolConfig struct {
@@ -66,6 +70,10 @@ func (p *connPool) get(ctx context.Context) (*pconn, error) {
 	now := p.cfg.now()
 	for {
 		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errPoolClosed
+		}
 		n := len(p.idle)
 		if n == 0 {
 			p.mu.Unlock()
@@ -87,8 +95,8 @@ func (p *connPool) get(ctx context.Context) (*pconn, error) {
 	}
 	pc := &pconn{conn: c}
 	pc.cw.c = c
-	pc.br = bufio.NewReaderSize(c, 16<<10)
-	pc.bw = bufio.NewWriterSize(&pc.cw, 16<<10)
+	pc.br = bufio.NewReaderSize(c, 4<<10)
+	pc.bw = bufio.NewWriterSize(&pc.cw, 4<<10)
 	return pc, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -33,6 +34,7 @@ type fakeMember struct {
 
 	model        atomic.Pointer[string]
 	modelsStatus atomic.Int32 // non-zero: the models listing answers it
+	conns        atomic.Int64 // connections accepted
 
 	mu  sync.Mutex
 	log []string // "METHOD /path id" of every request but the listing
@@ -47,7 +49,13 @@ func newFakeMember(t *testing.T, id string) *fakeMember {
 	fm := &fakeMember{id: id, hold: make(chan struct{}), started: make(chan string, 16)}
 	model := testModel
 	fm.model.Store(&model)
-	fm.srv = httptest.NewServer(http.HandlerFunc(fm.serve))
+	fm.srv = httptest.NewUnstartedServer(http.HandlerFunc(fm.serve))
+	fm.srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			fm.conns.Add(1)
+		}
+	}
+	fm.srv.Start()
 	t.Cleanup(func() {
 		fm.release()
 		fm.srv.Close()

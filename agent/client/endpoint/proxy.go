@@ -264,7 +264,9 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	for k, vv := range resp.Trailer {
 		dst[k] = vv
 	}
-	if resp.Close || out.Close || ctx.Err() != nil {
+	// Pool the connection only once the abort above can no longer fire
+	// on it (it would cut the connection's next request).
+	if !stop() || resp.Close || ctx.Err() != nil {
 		_ = pc.conn.Close()
 	} else {
 		m.pool.put(pc)

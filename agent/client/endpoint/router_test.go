@@ -44,6 +44,13 @@ func TestRoundRobinSpreads1000RequestsInIndexOrder(t *testing.T) {
 			t.Errorf("member %d logged %d requests, router says %d", i, n, counts[fm.id])
 		}
 	}
+	// Kept-alive connections: one from the router's pool (requests are
+	// sequential) and one from live verification per member.
+	for _, fm := range fms {
+		if n := fm.conns.Load(); n > 2 {
+			t.Errorf("member %s accepted %d connections for 1,000 sequential requests, want at most 2", fm.id, n)
+		}
+	}
 	st := r.Status()
 	if st.Requests != 1000 || st.Failed != 0 || st.Admitted != 3 {
 		t.Errorf("status requests %d failed %d admitted %d, want 1000 0 3", st.Requests, st.Failed, st.Admitted)
