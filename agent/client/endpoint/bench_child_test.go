@@ -6,6 +6,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +40,9 @@ func runBenchChild(role, members string) int {
 		}
 		addr, stop = strings.Join(addrs, ","), s
 	case "router":
+		if n, err := strconv.Atoi(os.Getenv("ENDPOINT_BENCH_ROUTER_GOMAXPROCS")); err == nil && n > 0 {
+			runtime.GOMAXPROCS(n)
+		}
 		r, err := startBenchRouter(strings.Split(members, ","))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "router:", err)
@@ -47,6 +53,15 @@ func runBenchChild(role, members string) int {
 		fmt.Fprintf(os.Stderr, "%s=%q: want members or router\n", benchRoleEnv, role)
 		return 2
 	}
+	if path := os.Getenv("ENDPOINT_BENCH_CPUPROFILE"); path != "" && role == "router" {
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() {
+				pprof.StopCPUProfile()
+				_ = f.Close()
+			}()
+		}
+	}
 	fmt.Printf("ADDR %s\n", addr)
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent goes
 	stop()
@@ -54,8 +69,8 @@ func runBenchChild(role, members string) int {
 }
 
 // spawnBenchChild re-executes the test binary in role and returns the
-// address(es) it serves on; the child ends at cleanup.
-func spawnBenchChild(b *testing.B, role, members string) string {
+// address(es) it serves on and its process ID; the child ends at cleanup.
+func spawnBenchChild(b *testing.B, role, members string) (string, int) {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), benchRoleEnv+"="+role, "ENDPOINT_BENCH_MEMBERS="+members)
@@ -94,9 +109,37 @@ func spawnBenchChild(b *testing.B, role, members string) string {
 		if !ok {
 			b.Fatalf("%s process said %q, want ADDR <address>", role, s)
 		}
-		return addr
+		return addr, cmd.Process.Pid
 	case <-time.After(30 * time.Second):
 		b.Fatalf("%s process did not report its address within 30s", role)
 	}
-	return ""
+	return "", 0
+}
+
+// procCPU returns the CPU time (user and system) process pid used so far,
+// from /proc/<pid>/stat, or -1 where that cannot be read.
+func procCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return -1
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	// The command name (field 2) may hold spaces: count from its ')'.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return -1
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	const clockTicks = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / clockTicks
 }

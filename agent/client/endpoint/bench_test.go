@@ -38,6 +38,11 @@ const benchCompletion = `{"id":"cmpl-1","object":"text_completion","created":170
 // ENDPOINT_BENCH_RATE and ENDPOINT_BENCH_REQUESTS), the three targets
 // interleaved (direct to member 0, through the router, through nginx), and
 // each request's latency is timed from its send to its last body byte.
+// The members (one process), the router and nginx each run in a process of
+// their own (ENDPOINT_BENCH_PROCS=shared: members and router in the
+// benchmark's), and the CPU time router and nginx used per request is
+// reported beside the latencies: on a shared machine it moves less than
+// the latencies do.
 // It reports p50 and p99 per target, the added latency (target - direct)
 // and the ratio router-added / nginx-added (below 1: the router adds less).
 // Without nginx installed it says so and measures direct and router only.
@@ -45,20 +50,21 @@ func BenchmarkRouterAddedLatency(b *testing.B) {
 	rate := envInt(b, "ENDPOINT_BENCH_RATE", 1000)
 	count := envInt(b, "ENDPOINT_BENCH_REQUESTS", 10000)
 
-	// By default members and router run in this process, beside the
-	// load generator (the router shares its Go runtime with both while
-	// nginx has a process of its own); ENDPOINT_BENCH_PROCS=separate runs
-	// members and router in processes of their own, as in production,
-	// which costs more context switches than a shared 2-core machine may
-	// give at 3,000 requests/s.
+	// By default members and router run in processes of their own, apart
+	// from the load generator, as in production (the router runs in the
+	// client agent); ENDPOINT_BENCH_PROCS=shared runs them in this
+	// process, beside the load generator, which spares the router the
+	// cross-process wake-ups nginx pays (it favours the router).
 	var addrs []string
 	var routerAddr, layout string
+	routerPID := 0 // known when the router has a process of its own
 	switch v := os.Getenv("ENDPOINT_BENCH_PROCS"); v {
-	case "separate":
-		addrs = strings.Split(spawnBenchChild(b, "members", ""), ",")
-		routerAddr = spawnBenchChild(b, "router", strings.Join(addrs, ","))
+	case "", "separate":
+		list, _ := spawnBenchChild(b, "members", "")
+		addrs = strings.Split(list, ",")
+		routerAddr, routerPID = spawnBenchChild(b, "router", list)
 		layout = "members and router each in a process of their own"
-	case "", "shared":
+	case "shared":
 		var stop func()
 		var err error
 		if addrs, stop, err = startBenchMembers(3); err != nil {
@@ -80,7 +86,8 @@ func BenchmarkRouterAddedLatency(b *testing.B) {
 		{name: "direct", url: "http://" + addrs[0] + "/v1/completions"},
 		{name: "router", url: "http://" + routerAddr + "/v1/completions"},
 	}
-	if nginxAddr, ok := startNginx(b, addrs); ok {
+	nginxAddr, nginxPID, ok := startNginx(b, addrs)
+	if ok {
 		targets = append(targets, &benchTarget{name: "nginx", url: "http://" + nginxAddr + "/v1/completions"})
 	}
 	for _, t := range targets {
@@ -98,7 +105,18 @@ func BenchmarkRouterAddedLatency(b *testing.B) {
 			t.lat, t.errs = t.lat[:0], 0
 		}
 		load0 := loadAvg()
+		rcpu0, ncpu0 := procCPU(routerPID), procCPU(nginxPID)
 		sent := runLoad(targets, rate, count)
+		// CPU per proxied request, where the proxy has a process of its
+		// own: a figure the machine's load hardly changes.
+		if rcpu1 := procCPU(routerPID); rcpu0 >= 0 && rcpu1 >= 0 {
+			b.Logf("router CPU %s per request (%s for %d)", (rcpu1-rcpu0)/time.Duration(count), rcpu1-rcpu0, count)
+			b.ReportMetric(us((rcpu1-rcpu0)/time.Duration(count)), "router-cpu-µs/req")
+		}
+		if ncpu1 := procCPU(nginxPID); ncpu0 >= 0 && ncpu1 >= 0 {
+			b.Logf("nginx CPU %s per request (%s for %d)", (ncpu1-ncpu0)/time.Duration(count), ncpu1-ncpu0, count)
+			b.ReportMetric(us((ncpu1-ncpu0)/time.Duration(count)), "nginx-cpu-µs/req")
+		}
 		b.Logf("sent %d requests per target in %s (%.0f/s per target, scheduled %d/s); load average %s before, %s after",
 			count, sent.Round(time.Millisecond), float64(count)/sent.Seconds(), rate, load0, loadAvg())
 	}
@@ -304,13 +322,15 @@ func startBenchRouter(addrs []string) (*Router, error) {
 
 // startNginx runs nginx in the foreground with a generated config: round
 // robin over members with kept-alive upstream connections, no access log.
-// It returns false, saying why, when nginx is not installed.
-func startNginx(b *testing.B, members []string) (string, bool) {
+// It returns its address and process ID, or false, saying why, when nginx
+// is not installed. nginx runs as one process (master_process off), so
+// that its CPU time is that process's.
+func startNginx(b *testing.B, members []string) (string, int, bool) {
 	bin, err := exec.LookPath("nginx")
 	if err != nil {
 		if _, serr := os.Stat("/usr/sbin/nginx"); serr != nil {
 			b.Logf("nginx not installed (Debian package nginx; apt-get install -y nginx): skipping the nginx comparison")
-			return "", false
+			return "", 0, false
 		}
 		bin = "/usr/sbin/nginx"
 	}
@@ -320,7 +340,7 @@ func startNginx(b *testing.B, members []string) (string, bool) {
 	for _, m := range members {
 		fmt.Fprintf(&ups, "    server %s;\n", m)
 	}
-	conf := fmt.Sprintf(`worker_processes 1;
+	conf := fmt.Sprintf(`master_process off;
 daemon off;
 pid %[1]s/nginx.pid;
 error_log %[1]s/error.log warn;
@@ -385,8 +405,8 @@ http {
 		time.Sleep(20 * time.Millisecond)
 	}
 	c.CloseIdleConnections()
-	b.Logf("nginx %s: worker_processes 1, upstream round robin over %d members, keepalive 64, access_log off", bin, len(members))
-	return addr, true
+	b.Logf("nginx %s: one process (master_process off), upstream round robin over %d members, keepalive 64, access_log off", bin, len(members))
+	return addr, cmd.Process.Pid, true
 }
 
 // BenchmarkRouterRequest is one GET through the router at a time
