@@ -48,6 +48,11 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.handlers.Add(1)
 	defer r.handlers.Done()
 	r.requests.Add(1)
+	if req.Method == http.MethodConnect {
+		r.failed.Add(1)
+		http.Error(w, "endpoint router: CONNECT not supported", http.StatusMethodNotAllowed)
+		return
+	}
 	select {
 	case r.sem <- struct{}{}:
 	default:
@@ -187,7 +192,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	defer m.outstanding.Add(-1)
 	pc, err := m.pool.get(ctx)
 	if err != nil {
-		r.log.Debug("member unreachable, trying the next", "alloc_id", m.m.AllocID, "addr", m.m.Addr, "error", err)
+		r.log.Debug("member unreachable, trying the next", "alloc_id", m.allocID, "addr", m.addr, "error", err)
 		return next
 	}
 	// Unblock the exchange when the client goes away or Close cuts it.
@@ -211,7 +216,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 			return done
 		}
 		r.memberFailed(ctx, m)
-		r.log.Debug("sending to member failed", "alloc_id", m.m.AllocID, "error", err)
+		r.log.Debug("sending to member failed", "alloc_id", m.allocID, "error", err)
 		http.Error(w, "endpoint "+r.ep.Name+": member connection broken", http.StatusBadGateway)
 		return done
 	}
@@ -220,7 +225,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	if err != nil {
 		_ = pc.conn.Close()
 		r.memberFailed(ctx, m)
-		r.log.Debug("member response failed", "alloc_id", m.m.AllocID, "error", err)
+		r.log.Debug("member response failed", "alloc_id", m.allocID, "error", err)
 		if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
 			http.Error(w, "endpoint "+r.ep.Name+": member response timeout", http.StatusGatewayTimeout)
 		} else {
@@ -247,7 +252,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 		}
 		dst["Trailer"] = []string{strings.Join(keys, ", ")}
 	}
-	dst[MemberHeader] = []string{m.m.AllocID}
+	dst[MemberHeader] = []string{m.allocID}
 	w.WriteHeader(resp.StatusCode)
 
 	if err := copyFlushing(w, resp.Body); err != nil {
@@ -256,7 +261,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 			return done // the client went away; nothing to tell it
 		}
 		r.memberFailed(ctx, m)
-		r.log.Debug("member response body broke", "alloc_id", m.m.AllocID, "error", err)
+		r.log.Debug("member response body broke", "alloc_id", m.allocID, "error", err)
 		// Cut the client's connection: a truncated body must not look
 		// complete.
 		panic(http.ErrAbortHandler)
