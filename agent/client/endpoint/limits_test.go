@@ -3,6 +3,7 @@ package endpoint
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -347,5 +349,49 @@ func FuzzListsModel(f *testing.F) {
 		if !bytes.ContainsRune(body, '\\') && !bytes.Contains(body, []byte(`"`+model+`"`)) {
 			t.Fatalf("listed %q, absent from %q", model, body)
 		}
+	})
+}
+
+func TestLifecycle(t *testing.T) {
+	cfg := Config{Endpoint: &structs.Endpoint{Name: "llm", Model: testModel}, ListenAddr: "127.0.0.1:0"}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Addr() != "127.0.0.1:0" {
+		t.Fatalf("Addr before Start %q", r.Addr())
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close before Start: %v", err)
+	}
+	if err := r.Start(t.Context()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Start after Close: %v", err)
+	}
+
+	r, err = New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); !errors.Is(err, ErrStarted) {
+		t.Fatalf("second Start: %v", err)
+	}
+	addr := r.Addr()
+	if addr == "127.0.0.1:0" {
+		t.Fatal("Addr after Start still has port 0")
+	}
+	// Cancelling Start's context closes the router.
+	cancel()
+	waittest.Until(t, 5*time.Second, "the listener to close", func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return true
+		}
+		_ = c.Close()
+		return false
 	})
 }
