@@ -122,11 +122,16 @@ func (r *Router) pick(rot *rotation) int {
 type trackedBody struct {
 	io.ReadCloser
 	touched bool
+	err     error // the first read error but io.EOF
 }
 
 func (b *trackedBody) Read(p []byte) (int, error) {
 	b.touched = true
-	return b.ReadCloser.Read(p)
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
 }
 
 // outgoing builds the request sent to members: hop-by-hop headers dropped,
@@ -198,21 +203,38 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	// Unblock the exchange when the client goes away or Close cuts it.
 	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(aLongTimeAgo) })
 	defer stop()
-	_ = pc.conn.SetDeadline(r.cfg.Now().Add(r.cfg.ResponseHeaderTimeout))
+	_ = pc.conn.SetDeadline(time.Now().Add(r.cfg.ResponseHeaderTimeout))
 
+	var rc *http.ResponseController
+	if body != nil {
+		// A client trickling its body must not hold a slot for ever.
+		rc = http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(r.cfg.RequestBodyTimeout))
+	}
 	err = out.Write(pc.bw)
 	if err == nil {
 		err = pc.bw.Flush()
+	}
+	if rc != nil {
+		_ = rc.SetReadDeadline(time.Time{})
 	}
 	if err != nil {
 		_ = pc.conn.Close()
 		if pc.cw.n == 0 && (body == nil || !body.touched) {
 			return next
 		}
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if body != nil && body.err != nil {
+			// The client's body failed, not the member.
 			r.failed.Add(1)
-			http.Error(w, "endpoint router: request body too large", http.StatusRequestEntityTooLarge)
+			var mbe *http.MaxBytesError
+			switch {
+			case errors.As(body.err, &mbe):
+				http.Error(w, "endpoint router: request body too large", http.StatusRequestEntityTooLarge)
+			case errors.Is(body.err, os.ErrDeadlineExceeded):
+				http.Error(w, "endpoint router: request body not received in time", http.StatusRequestTimeout)
+			default:
+				http.Error(w, "endpoint router: reading the request body failed", http.StatusBadRequest)
+			}
 			return done
 		}
 		r.memberFailed(ctx, m)

@@ -55,6 +55,8 @@ const (
 	// DefaultReadHeaderTimeout bounds reading a client's request headers
 	// (against slowloris clients).
 	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultRequestBodyTimeout bounds reading a client's request body.
+	DefaultRequestBodyTimeout = time.Minute
 	// DefaultIdleTimeout closes a client's kept-alive connection idle
 	// that long, and a member connection idle in the pool that long.
 	DefaultIdleTimeout = 90 * time.Second
@@ -135,6 +137,10 @@ type Config struct {
 	// ReadHeaderTimeout bounds reading a client's request headers; zero:
 	// 10 s.
 	ReadHeaderTimeout time.Duration
+	// RequestBodyTimeout bounds reading a client's request body (408
+	// when it runs out; the member had the headers and sees the request
+	// cut); zero: 1 min.
+	RequestBodyTimeout time.Duration
 	// IdleTimeout bounds idle kept-alive connections, clients' and
 	// members'; zero: 90 s.
 	IdleTimeout time.Duration
@@ -255,7 +261,8 @@ func (c *Config) validate() error {
 	}{
 		{"VerifyInterval", c.VerifyInterval}, {"VerifyTimeout", c.VerifyTimeout},
 		{"DialTimeout", c.DialTimeout}, {"ResponseHeaderTimeout", c.ResponseHeaderTimeout},
-		{"ReadHeaderTimeout", c.ReadHeaderTimeout}, {"IdleTimeout", c.IdleTimeout},
+		{"ReadHeaderTimeout", c.ReadHeaderTimeout}, {"RequestBodyTimeout", c.RequestBodyTimeout},
+		{"IdleTimeout", c.IdleTimeout},
 		{"DrainTimeout", c.DrainTimeout},
 	} {
 		if d.v < 0 {
@@ -288,6 +295,7 @@ func (c *Config) setDefaults() {
 	def(&c.DialTimeout, DefaultDialTimeout)
 	def(&c.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
 	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	def(&c.RequestBodyTimeout, DefaultRequestBodyTimeout)
 	def(&c.IdleTimeout, DefaultIdleTimeout)
 	def(&c.DrainTimeout, DefaultDrainTimeout)
 	if c.MaxHeaderBytes == 0 {
