@@ -134,6 +134,11 @@ func (b *trackedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close does nothing: Request.Write closes the body it was given even when
+// it fails before reading it, and such a request may still go to the next
+// member. The server closes the client's body after the handler.
+func (b *trackedBody) Close() error { return nil }
+
 // outgoing builds the request sent to members: hop-by-hop headers dropped,
 // X-Forwarded-For appended, the body (if any) bounded and tracked.
 func (r *Router) outgoing(w http.ResponseWriter, req *http.Request) (*http.Request, *trackedBody) {
@@ -215,13 +220,19 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	if err == nil {
 		err = pc.bw.Flush()
 	}
-	if rc != nil {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
 	if err != nil {
 		_ = pc.conn.Close()
 		if pc.cw.n == 0 && (body == nil || !body.touched) {
+			if rc != nil {
+				_ = rc.SetReadDeadline(time.Time{})
+			}
 			return next
+		}
+		if rc != nil {
+			// The body may be unread: leave the read deadline expired so
+			// that the server does not wait to drain it, and close.
+			_ = rc.SetReadDeadline(aLongTimeAgo)
+			w.Header().Set("Connection", "close")
 		}
 		if body != nil && body.err != nil {
 			// The client's body failed, not the member.
@@ -241,6 +252,10 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 		r.log.Debug("sending to member failed", "alloc_id", m.allocID, "error", err)
 		http.Error(w, "endpoint "+r.ep.Name+": member connection broken", http.StatusBadGateway)
 		return done
+	}
+
+	if rc != nil {
+		_ = rc.SetReadDeadline(time.Time{})
 	}
 
 	resp, err := readResponse(pc, out)

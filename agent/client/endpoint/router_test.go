@@ -583,3 +583,28 @@ func TestCloseCutsRequestsAfterTheDrainTimeout(t *testing.T) {
 		t.Fatal("the cut request succeeded")
 	}
 }
+
+func TestPostToAKilledMemberGoesToTheNextBeforeAnyByteIsSent(t *testing.T) {
+	fms := []*fakeMember{newFakeMember(t, "a0"), newFakeMember(t, "a1")}
+	r := startRouter(t, func(c *Config) { c.VerifyInterval = time.Hour })
+	r.SetMembers(members(fms...))
+	waitAdmitted(t, r, "a0", "a1")
+	c := testClient(t)
+	for i := 0; i < 4; i++ { // pooled connections to both
+		get(t, c, r, "/hello", fmt.Sprint("warm-", i))
+	}
+	fms[0].kill()
+	for i := 0; i < 4; i++ {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+r.Addr()+"/echo", strings.NewReader(fmt.Sprint(`{"n":`, i, `}`)))
+		req.Header.Set(reqIDHeader, fmt.Sprint("post-", i))
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(b) != fmt.Sprint(`{"n":`, i, `}`) || resp.Header.Get(MemberHeader) != "a1" {
+			t.Fatalf("POST %d: %d %q from %q", i, resp.StatusCode, b, resp.Header.Get(MemberHeader))
+		}
+	}
+}
