@@ -123,7 +123,8 @@ type Config struct {
 	// OnStatus is called whenever a member's admission changes (admitted
 	// or not, reason, identity), in order, from one goroutine of the
 	// router: never under a router lock and never on the data path. It
-	// may call the router's methods. Close waits for the pending calls.
+	// may call the router's methods but Close (which waits for the
+	// pending calls).
 	OnStatus func(allocID string, st structs.EndpointMemberStatus)
 	// VerifyInterval is the live verification period; zero: 5 s.
 	VerifyInterval time.Duration
