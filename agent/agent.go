@@ -191,6 +191,7 @@ func (a *Agent) start() error {
 			NodeName:         cfg.Name,
 			Datacenter:       cfg.Datacenter,
 			NodeClass:        cfg.Client.NodeClass,
+			NodePool:         cfg.Client.NodePool,
 			HTTPAddr:         cfg.HTTPAdvertiseAddr(ln.Addr().String()),
 			Meta:             cfg.Client.Meta,
 			DevMode:          cfg.DevMode,

@@ -137,6 +137,10 @@ type ClientConfig struct {
 	Servers   []string          `hcl:"servers,optional"`
 	NodeClass string            `hcl:"node_class,optional"`
 	Meta      map[string]string `hcl:"meta,optional"`
+	// NodePool is the node pool the node joins (Nomad's client
+	// node_pool): empty means "default"; a pool that does not exist is
+	// created when the node registers; "all" cannot have nodes.
+	NodePool string `hcl:"node_pool,optional"`
 	// DevGPUs is how many simulated NVIDIA GPUs a dev-mode client adds when
 	// it finds no real GPU. Nil means 2; 0 turns simulated GPUs off.
 	DevGPUs *int `hcl:"dev_gpus,optional"`
@@ -327,6 +331,9 @@ func (c *Config) Merge(o *Config) {
 		if cl.NodeClass != "" {
 			c.Client.NodeClass = cl.NodeClass
 		}
+		if cl.NodePool != "" {
+			c.Client.NodePool = cl.NodePool
+		}
 		if len(cl.Servers) > 0 {
 			c.Client.Servers = append([]string(nil), cl.Servers...)
 		}
@@ -404,6 +411,10 @@ func (c *Config) Validate() error {
 	p = append(p, c.Client.validateOutputs()...)
 	p = append(p, c.Client.validatePorts()...)
 	p = append(p, c.validateLimits()...)
+	if np := c.Client.NodePool; np != "" && (!structs.ValidNodePoolName(np) || np == structs.NodePoolAll) {
+		p = append(p, fmt.Sprintf("client.node_pool %q: must be 1 to %d letters, digits, '-' or '_', and not %q (it cannot have nodes)",
+			np, structs.MaxNodePoolNameLen, structs.NodePoolAll))
+	}
 	if c.Client.DevGPUs != nil && (*c.Client.DevGPUs < 0 || *c.Client.DevGPUs > 64) {
 		p = append(p, fmt.Sprintf("client.dev_gpus: must be between 0 and 64, got %d", *c.Client.DevGPUs))
 	}

@@ -53,6 +53,8 @@ Options:
   -node=NAME           Node and server name (default: the hostname).
   -dc=NAME             Datacenter of the client node (default dc1).
   -node-class=NAME     Class of the client node.
+  -node-pool=NAME      Node pool of the client node (default "default"; a
+                       pool that does not exist is created).
   -bootstrap-expect=N  Servers to wait for before bootstrapping (default 1).
   -retry-join=ADDR     Gossip address (host or host:port) of another server
                        to join; repeat it or separate addresses by commas.
@@ -143,6 +145,7 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 		dev, srv, cl                 bool
 		configFile, dataDir, bind    string
 		nodeName, dc, nodeClass, lvl string
+		nodePool                     string
 		httpPort, raftPort, expect   int
 		serfPort                     int
 		httpBind                     string
@@ -163,6 +166,7 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 	flags.StringVar(&nodeName, "node", "", "")
 	flags.StringVar(&dc, "dc", "", "")
 	flags.StringVar(&nodeClass, "node-class", "", "")
+	flags.StringVar(&nodePool, "node-pool", "", "")
 	flags.StringVar(&lvl, "log-level", "", "")
 	flags.IntVar(&httpPort, "http-port", 0, "")
 	flags.IntVar(&raftPort, "raft-port", 0, "")
@@ -196,7 +200,7 @@ func (c *AgentCommand) readConfig(args []string) (*agent.Config, error) {
 		Addresses: &agent.Addresses{HTTP: httpBind},
 		Ports:     &agent.Ports{HTTP: httpPort, Raft: raftPort, Serf: serfPort},
 		Server:    &agent.ServerConfig{Enabled: srv, BootstrapExpect: expect, RetryJoin: retryJoin, Encrypt: encrypt},
-		Client:    &agent.ClientConfig{Enabled: cl, NodeClass: nodeClass, Servers: servers},
+		Client:    &agent.ClientConfig{Enabled: cl, NodeClass: nodeClass, NodePool: nodePool, Servers: servers},
 	}
 	if devGPUs != -1 {
 		v := devGPUs

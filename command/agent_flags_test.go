@@ -62,3 +62,24 @@ func TestAgentClusterFlagsBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentNodePoolFlag: -node-pool reaches the client config and
+// overrides the file's client { node_pool }; "all" is refused.
+func TestAgentNodePoolFlag(t *testing.T) {
+	c := &AgentCommand{Ui: cli.NewMockUi()}
+	file := filepath.Join(t.TempDir(), "agent.hcl")
+	if err := os.WriteFile(file, []byte("client {\n  node_pool = \"from-file\"\n}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := c.readConfig([]string{"-dev", "-config=" + file, "-data-dir=" + t.TempDir()})
+	if err != nil || cfg.Client.NodePool != "from-file" {
+		t.Fatalf("file node_pool = %q, %v", cfg.Client.NodePool, err)
+	}
+	cfg, err = c.readConfig([]string{"-dev", "-config=" + file, "-node-pool=gpu", "-data-dir=" + t.TempDir()})
+	if err != nil || cfg.Client.NodePool != "gpu" {
+		t.Fatalf("flag node_pool = %q, %v", cfg.Client.NodePool, err)
+	}
+	if _, err := c.readConfig([]string{"-dev", "-node-pool=all", "-data-dir=" + t.TempDir()}); err == nil || !strings.Contains(err.Error(), "client.node_pool") {
+		t.Fatalf("-node-pool=all: %v", err)
+	}
+}

@@ -151,6 +151,14 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"endpoint status":  func() (cli.Command, error) { return &EndpointStatusCommand{Meta: m}, nil },
 		"endpoint promote": func() (cli.Command, error) { return &EndpointPromoteCommand{Meta: m}, nil },
 		"endpoint demote":  func() (cli.Command, error) { return &EndpointDemoteCommand{Meta: m}, nil },
+		// Node pools (node_pool.go); "node pool status" is the provisioner's.
+		"node pool":        func() (cli.Command, error) { return &NodePoolCommand{Meta: m}, nil },
+		"node pool apply":  func() (cli.Command, error) { return &NodePoolApplyCommand{Meta: m}, nil },
+		"node pool list":   func() (cli.Command, error) { return &NodePoolListCommand{Meta: m}, nil },
+		"node pool info":   func() (cli.Command, error) { return &NodePoolInfoCommand{Meta: m}, nil },
+		"node pool delete": func() (cli.Command, error) { return &NodePoolDeleteCommand{Meta: m}, nil },
+		"node pool nodes":  func() (cli.Command, error) { return &NodePoolNodesCommand{Meta: m}, nil },
+		"node pool jobs":   func() (cli.Command, error) { return &NodePoolJobsCommand{Meta: m}, nil },
 		// Job validation (issue 14, job_validate.go).
 		"job validate": func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
 	}

@@ -43,6 +43,9 @@ func (s *Server) jobRegister(ctx context.Context, job *structs.Job, prior *uint6
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
+	if err := s.checkJobNodePool(job); err != nil {
+		return nil, err
+	}
 	if len(job.EndpointNames()) > 0 {
 		s.endpointNamesMu.Lock()
 		defer s.endpointNamesMu.Unlock()

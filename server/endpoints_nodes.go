@@ -33,6 +33,15 @@ func (s *Server) NodeRegister(ctx context.Context, node *structs.Node) (time.Dur
 		return 0, err
 	}
 	n := node.Copy()
+	// Node pools: a node without one is in "default"; one naming a pool
+	// that does not exist creates it (the state store does, as Nomad).
+	n.NodePool = structs.NodePoolOrDefault(n.NodePool)
+	if n.NodePool == structs.NodePoolAll {
+		return 0, fmt.Errorf("node register: %w: node pool %q cannot have nodes", structs.ErrInvalid, n.NodePool)
+	}
+	if !structs.ValidNodePoolName(n.NodePool) {
+		return 0, fmt.Errorf("node register: %w: node pool %q: must be 1 to %d letters, digits, '-' or '_'", structs.ErrInvalid, n.NodePool, structs.MaxNodePoolNameLen)
+	}
 	switch n.Status {
 	case "", structs.NodeStatusInit:
 		n.Status = structs.NodeStatusReady

@@ -37,7 +37,9 @@ var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, Tab
 	// Periodic jobs.
 	TablePeriodicLaunch,
 	// Endpoint aliases.
-	TableEndpointAliases}
+	TableEndpointAliases,
+	// Node pools.
+	TableNodePools}
 
 // IndexEntry is a row of the index table: the Raft index at which the table
 // named Key last changed.
@@ -67,6 +69,8 @@ var schemaFns = []func() *memdb.TableSchema{
 	periodicLaunchTableSchema,
 	// Endpoint aliases.
 	endpointAliasesTableSchema,
+	// Node pools.
+	nodePoolsTableSchema,
 }
 
 // dbSchema returns the full memdb schema. It returns an error when a table's

@@ -34,7 +34,9 @@ func (s *StateStore) Hash() (string, error) {
 		// Job versions and deployments.
 		TableDeployments,
 		// Periodic jobs.
-		TablePeriodicLaunch} {
+		TablePeriodicLaunch,
+		// Node pools.
+		TableNodePools} {
 		it, err := txn.Get(table, "id")
 		if err != nil {
 			return "", fmt.Errorf("state: hash %s: %w", table, err)

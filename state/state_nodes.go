@@ -10,13 +10,18 @@ import (
 // UpsertNode registers or re-registers node at Raft index index. A
 // re-registration keeps the stored CreateIndex and, when node leaves it
 // empty, the stored SchedulingEligibility (new nodes default to eligible).
-// It stores a copy of node. Errors wrap structs.ErrInvalid for a nil node or
-// an empty ID.
+// It stores a copy of node. A node whose NodePool names a pool that has no
+// row (and is not built-in) creates that pool, as in Nomad. Errors wrap
+// structs.ErrInvalid for a nil node, an empty ID, or a NodePool that is
+// malformed or "all".
 func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
 	if node == nil || node.ID == "" {
 		return invalid("node: nil or without ID")
 	}
 	if err := node.CheckWellFormed(); err != nil {
+		return err
+	}
+	if err := checkNodePool(node); err != nil {
 		return err
 	}
 	n, err := safeCopy("node", node.ID, node.Copy)
@@ -44,6 +49,9 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
 		return fmt.Errorf("state: insert node %q: %w", n.ID, err)
 	}
 	if err := setIndex(txn, TableNodes, index); err != nil {
+		return err
+	}
+	if err := ensureNodePoolTxn(txn, index, n.NodePool); err != nil {
 		return err
 	}
 	s.commitTxn(txn, index)

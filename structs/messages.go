@@ -50,6 +50,9 @@ const (
 	// Endpoint aliases (structs/endpoint_alias.go): 21 and 26.
 	EndpointAliasPromoteRequestType MessageType = 21
 	EndpointAliasDeleteRequestType  MessageType = 26
+	// Node pools (structs/node_pool.go): 27 and 31.
+	NodePoolUpsertRequestType MessageType = 27
+	NodePoolDeleteRequestType MessageType = 31
 )
 
 // IgnoreUnknownTypeFlag is set on message types that older servers may
@@ -124,6 +127,11 @@ func (t MessageType) String() string {
 		return "EndpointAliasPromote"
 	case EndpointAliasDeleteRequestType:
 		return "EndpointAliasDelete"
+	// Node pools.
+	case NodePoolUpsertRequestType:
+		return "NodePoolUpsert"
+	case NodePoolDeleteRequestType:
+		return "NodePoolDelete"
 	}
 	return fmt.Sprintf("MessageType(%d)", uint8(t))
 }

@@ -159,6 +159,7 @@ func (c *Client) buildNode() (*structs.Node, error) {
 		Name:                  c.cfg.NodeName,
 		Datacenter:            c.cfg.Datacenter,
 		NodeClass:             c.cfg.NodeClass,
+		NodePool:              structs.NodePoolOrDefault(c.cfg.NodePool),
 		HTTPAddr:              c.cfg.HTTPAddr,
 		Attributes:            map[string]string{},
 		Meta:                  map[string]string{},

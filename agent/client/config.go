@@ -52,6 +52,9 @@ type Config struct {
 	// Datacenter defaults to "dc1".
 	Datacenter string
 	NodeClass  string
+	// NodePool is the node pool the node registers in; empty means
+	// "default".
+	NodePool string
 	// HTTPAddr is the agent's HTTP address, advertised for log proxying.
 	HTTPAddr string
 	Meta     map[string]string

@@ -272,6 +272,16 @@ var routeACL = map[string]routeRule{
 	"POST /v1/endpoint/alias/{alias}":   nsRule(structs.NamespaceCapabilitySubmitJob, nsQuery),
 	"DELETE /v1/endpoint/alias/{alias}": nsRule(structs.NamespaceCapabilitySubmitJob, nsQuery),
 	"GET /ui/endpoints":                 {access: accessUI},
+	// Node pools (node_pools.go). Nomad's node_pool read/write map to
+	// node read and operator write; the jobs list is also filtered by
+	// list-jobs per namespace.
+	"GET /v1/node/pools":             {access: accessNodeRead},
+	"PUT /v1/node/pools":             {access: accessOperatorWrite},
+	"POST /v1/node/pools":            {access: accessOperatorWrite},
+	"GET /v1/node/pool/{name}":       {access: accessNodeRead},
+	"DELETE /v1/node/pool/{name}":    {access: accessOperatorWrite},
+	"GET /v1/node/pool/{name}/nodes": {access: accessNodeRead},
+	"GET /v1/node/pool/{name}/jobs":  {access: accessNodeRead},
 
 	// Job validation (issue 14: `gpulayer job validate`); the handler
 	// checks read-job in the body job's namespace too.
@@ -561,20 +571,54 @@ func (h *handler) checkJobSubmit(r *http.Request, jobID, ns string) error {
 type routeMux struct {
 	*http.ServeMux
 	patterns []string
+	// pools routes the paths under nodePoolSubtree (node_pools.go):
+	// Nomad's "GET /v1/node/pool/{name}" overlaps "GET
+	// /v1/node/{id}/allocations" without either being more specific, which
+	// one ServeMux refuses to hold.
+	pools *http.ServeMux
 }
 
-func newRouteMux() *routeMux { return &routeMux{ServeMux: http.NewServeMux()} }
+func newRouteMux() *routeMux {
+	return &routeMux{ServeMux: http.NewServeMux(), pools: http.NewServeMux()}
+}
+
+// muxFor returns the mux that holds pattern's path.
+func (m *routeMux) muxFor(pattern string) *http.ServeMux {
+	_, path, _ := strings.Cut(pattern, " ")
+	if strings.HasPrefix(path, nodePoolSubtree) {
+		return m.pools
+	}
+	return m.ServeMux
+}
 
 // Handle registers handler for pattern and records the pattern.
 func (m *routeMux) Handle(pattern string, handler http.Handler) {
 	m.patterns = append(m.patterns, pattern)
-	m.ServeMux.Handle(pattern, handler)
+	m.muxFor(pattern).Handle(pattern, handler)
 }
 
 // HandleFunc registers fn for pattern and records the pattern.
 func (m *routeMux) HandleFunc(pattern string, fn func(http.ResponseWriter, *http.Request)) {
 	m.patterns = append(m.patterns, pattern)
-	m.ServeMux.HandleFunc(pattern, fn)
+	m.muxFor(pattern).HandleFunc(pattern, fn)
+}
+
+// Handler returns the handler and pattern of r, from the pools mux for a
+// path under nodePoolSubtree.
+func (m *routeMux) Handler(r *http.Request) (http.Handler, string) {
+	if strings.HasPrefix(r.URL.Path, nodePoolSubtree) {
+		return m.pools.Handler(r)
+	}
+	return m.ServeMux.Handler(r)
+}
+
+// ServeHTTP dispatches r to the mux that holds its path.
+func (m *routeMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, nodePoolSubtree) {
+		m.pools.ServeHTTP(w, r)
+		return
+	}
+	m.ServeMux.ServeHTTP(w, r)
 }
 
 // withPathValues returns r with the wildcards of pattern ("GET

@@ -154,7 +154,8 @@ func decodeRaw(raw []byte, v interface{}) error {
 // checks its fields against the wire types (api.CheckFields): a field
 // GPUlayer does not support that carries a value is a 400 naming it, an
 // unknown one a warning returned for the answer's Warnings. The job's
-// Region and NodePool must be empty or GPUlayer's one region and pool.
+// Region must be empty or GPUlayer's one region; its NodePool is checked
+// by the server (the pool must exist).
 func (h *handler) decodeJobRequest(w http.ResponseWriter, r *http.Request) (*api.JobRegisterRequest, []string, error) {
 	var req api.JobRegisterRequest
 	raw, err := h.decodeBodyRaw(w, r, &req)
@@ -170,9 +171,6 @@ func (h *handler) decodeJobRequest(w http.ResponseWriter, r *http.Request) (*api
 	}
 	if reg := req.Job.Region; reg != "" && reg != h.region {
 		return nil, nil, badRequest("Job.Region %q: not supported by GPUlayer: this cluster has one region, %q", reg, h.region)
-	}
-	if p := req.Job.NodePool; p != "" && p != "default" && p != "all" {
-		return nil, nil, badRequest("Job.NodePool %q: not supported by GPUlayer: node pools are not supported (every node is in \"default\")", p)
 	}
 	return &req, warnings, nil
 }

@@ -63,6 +63,10 @@ var leaderRoutes = map[string]bool{
 	"POST /v1/job/{id}/dispatch":       true,
 	"PUT /v1/job/{id}/periodic/force":  true,
 	"POST /v1/job/{id}/periodic/force": true,
+	// Node pools.
+	"PUT /v1/node/pools":          true,
+	"POST /v1/node/pools":         true,
+	"DELETE /v1/node/pool/{name}": true,
 }
 
 // consistentRoutes are reads the leader answers (a follower forwards them)
@@ -84,6 +88,11 @@ var consistentRoutes = map[string]bool{
 	"GET /v1/node/{id}/client-allocs":        true,
 	"POST /v1/node/{id}/client-allocs/fetch": true,
 	"GET /v1/operator/raft/configuration":    true,
+	// Node pools.
+	"GET /v1/node/pools":             true,
+	"GET /v1/node/pool/{name}":       true,
+	"GET /v1/node/pool/{name}/nodes": true,
+	"GET /v1/node/pool/{name}/jobs":  true,
 }
 
 // forwarder proxies requests to the leader's HTTP API.

@@ -219,6 +219,8 @@ func (h *handler) routes() {
 	// Services and checks (services.go).
 	h.serviceRoutes()
 	h.checkRoutes()
+	// Node pools (node_pools.go).
+	h.nodePoolRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs/parse", h.jobParse)

@@ -41,6 +41,8 @@ var (
 	_ raftMembers        = (*server.Server)(nil)
 	// Endpoint aliases and the fleet view.
 	_ EndpointServer = (*server.Server)(nil)
+	// Node pools.
+	_ NodePoolServer = (*server.Server)(nil)
 )
 
 // FullClient is Client plus every optional interface the handler

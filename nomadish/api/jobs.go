@@ -44,8 +44,9 @@ type Job struct {
 	// Region is the job's region; GPUlayer has one, the agent's ("global"
 	// unless configured). Empty means that one; any other is refused.
 	Region string `json:",omitempty"`
-	// NodePool is Nomad's node pool; GPUlayer has one, "default". Empty
-	// means that one; any other is refused.
+	// NodePool is the node pool the job is placed in (Nomad's
+	// node_pool): empty means "default", "all" any node. A pool that does
+	// not exist is refused.
 	NodePool string `json:",omitempty"`
 	// Type is the scheduler type: "service" or "batch".
 	Type string

@@ -25,7 +25,7 @@ type Node struct {
 	// Drivers maps driver name to its health.
 	Drivers map[string]*DriverInfo
 
-	// NodePool is Nomad's node pool; GPUlayer has one, "default".
+	// NodePool is the node pool the node is in (Nomad's node_pool).
 	NodePool string
 	// TLSEnabled reports whether the node's HTTP API is HTTPS.
 	TLSEnabled bool

@@ -81,9 +81,9 @@ func fullStructsJob(t *testing.T) *structs.Job {
 
 func TestRoundTripFromAPI(t *testing.T) {
 	in := fullAPIJob(t)
-	// Region and NodePool are checked at the HTTP layer (GPUlayer has
-	// one of each) and filled again by JobRead; structs does not hold them.
-	in.Region, in.NodePool = "", ""
+	// Region is checked at the HTTP layer (GPUlayer has one) and filled
+	// again by JobRead; structs does not hold it. NodePool travels.
+	in.Region = ""
 	got := JobFromStructs(JobToStructs(in))
 	if !reflect.DeepEqual(got, in) {
 		g, _ := json.Marshal(got)

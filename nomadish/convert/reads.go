@@ -30,7 +30,7 @@ func JobRead(j *structs.Job, region string) *api.Job {
 		region = DefaultRegion
 	}
 	out.Region = region
-	out.NodePool = DefaultNodePool
+	out.NodePool = nodePoolRead(j.NodePool)
 	if out.Namespace == "" {
 		out.Namespace = DefaultNamespace
 	}
@@ -47,7 +47,7 @@ func JobListStub(j *structs.Job, summary *api.JobSummary) *api.JobListStub {
 	return &api.JobListStub{
 		ID: j.ID, ParentID: j.ParentID, Name: j.Name, Namespace: ns, Datacenters: cloneStrings(j.Datacenters), Type: j.Type, Priority: j.Priority,
 		Periodic: j.Periodic != nil, ParameterizedJob: j.ParameterizedJob != nil, Held: j.Held,
-		NodePool: DefaultNodePool, Stop: j.Stop, Status: j.Status, StatusDescription: j.StatusDescription,
+		NodePool: nodePoolRead(j.NodePool), Stop: j.Stop, Status: j.Status, StatusDescription: j.StatusDescription,
 		JobSummary: summary, CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex, JobModifyIndex: j.JobModifyIndex,
 		SubmitTime: j.SubmitTime, Meta: cloneStringMap(j.Meta), Version: j.Version,
 	}
@@ -104,7 +104,7 @@ func NodeRead(n *structs.Node) *api.Node {
 	return &api.Node{
 		ID: n.ID, Name: n.Name, Datacenter: n.Datacenter, NodeClass: n.NodeClass, HTTPAddr: n.HTTPAddr,
 		Attributes: cloneStringMap(n.Attributes), Meta: cloneStringMap(n.Meta), Drivers: driversRead(n.Drivers),
-		NodePool: DefaultNodePool, NodeResources: nodeResourcesRead(n.NodeResources), ReservedResources: reservedRead(n.ReservedResources),
+		NodePool: nodePoolRead(n.NodePool), NodeResources: nodeResourcesRead(n.NodeResources), ReservedResources: reservedRead(n.ReservedResources),
 		MemoryModel: n.MemoryModel, Availability: n.Availability, ReservedCapabilities: cloneStrings(n.Reserved),
 		Status: n.Status, StatusDescription: n.StatusDescription, SchedulingEligibility: n.SchedulingEligibility,
 		Drain: n.DrainStrategy != nil, StatusUpdatedAt: n.StatusUpdatedAt, CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex,
@@ -119,7 +119,7 @@ func NodeListStub(n *structs.Node) *api.NodeListStub {
 		addr = h
 	}
 	return &api.NodeListStub{
-		Address: addr, ID: n.ID, Datacenter: n.Datacenter, Name: n.Name, NodeClass: n.NodeClass, NodePool: DefaultNodePool,
+		Address: addr, ID: n.ID, Datacenter: n.Datacenter, Name: n.Name, NodeClass: n.NodeClass, NodePool: nodePoolRead(n.NodePool),
 		Drain: n.DrainStrategy != nil, SchedulingEligibility: n.SchedulingEligibility, Status: n.Status,
 		StatusDescription: n.StatusDescription, Drivers: driversRead(n.Drivers), NodeResources: nodeResourcesRead(n.NodeResources),
 		ReservedResources: reservedRead(n.ReservedResources), MemoryModel: n.MemoryModel, Availability: n.Availability,

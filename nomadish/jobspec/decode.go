@@ -44,6 +44,8 @@ var (
 			{Name: "requires"}, {Name: "availability"},
 			// Periodic and parameterized jobs (children.go).
 			{Name: "max_running_children"},
+			// Node pools (Nomad's node_pool).
+			{Name: "node_pool"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"}, {Type: "update"},
@@ -121,6 +123,7 @@ func (d *decoder) job(block *hcl.Block) *api.Job {
 	}
 	d.str(c.Attributes["type"], &job.Type)
 	d.str(c.Attributes["namespace"], &job.Namespace)
+	d.str(c.Attributes["node_pool"], &job.NodePool)
 	d.integer(c.Attributes["priority"], &job.Priority)
 	d.strList(c.Attributes["datacenters"], &job.Datacenters)
 	job.Meta = d.stringMap("meta", c)

@@ -325,6 +325,33 @@ func TestApplyEachMessageType(t *testing.T) {
 			name: "acl policy delete missing", mt: structs.ACLPolicyDeleteRequestType,
 			msg: &structs.ACLPolicyDeleteRequest{Names: []string{"readonly"}}, wantErr: structs.ErrNotFound,
 		},
+		// Node pools.
+		{
+			name: "node pool upsert", mt: structs.NodePoolUpsertRequestType,
+			msg: &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{{Name: "gpu", Scaling: &structs.PoolScalingPolicy{Provider: "exec", Max: 2}}}},
+			check: func(t *testing.T) {
+				if p, _ := tf.State().NodePoolByName(nil, "gpu"); p == nil || p.Scaling.Max != 2 {
+					t.Fatalf("pool = %+v", p)
+				}
+			},
+		},
+		{
+			name: "node pool upsert all", mt: structs.NodePoolUpsertRequestType,
+			msg: &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{{Name: "all", Description: "x"}}}, wantErr: structs.ErrInvalid,
+		},
+		{
+			name: "node pool delete built-in", mt: structs.NodePoolDeleteRequestType,
+			msg: &structs.NodePoolDeleteRequest{Names: []string{"default"}}, wantErr: structs.ErrInvalid,
+		},
+		{
+			name: "node pool delete", mt: structs.NodePoolDeleteRequestType,
+			msg: &structs.NodePoolDeleteRequest{Names: []string{"gpu"}},
+			check: func(t *testing.T) {
+				if p, _ := tf.State().NodePoolByName(nil, "gpu"); p != nil {
+					t.Fatalf("pool still there: %+v", p)
+				}
+			},
+		},
 	}
 	for i, st := range steps {
 		index := uint64(i + 1)
@@ -359,11 +386,12 @@ func TestApplyEachMessageType(t *testing.T) {
 			t.FailNow()
 		}
 	}
-	// 18 types above; the 3 of periodic and parameterized jobs, whose
-	// answers are results rather than nil, are in children_test.go; the 3
-	// of service registrations in commands_services_test.go; the 2 of
-	// endpoint aliases in commands_endpoint_aliases_test.go.
-	if every := registeredTypes(); len(every) != 18+3+deploymentMessageTypes+3+2 {
+	// 18 types above, and the 2 of node pools; the 3 of periodic and
+	// parameterized jobs, whose answers are results rather than nil, are
+	// in children_test.go; the 3 of service registrations in
+	// commands_services_test.go; the 2 of endpoint aliases in
+	// commands_endpoint_aliases_test.go.
+	if every := registeredTypes(); len(every) != 18+2+3+deploymentMessageTypes+3+2 {
 		t.Fatalf("registered types = %v", every)
 	}
 }
@@ -438,6 +466,15 @@ func TestApplyMalformedObjectsDoNotPanic(t *testing.T) {
 		{"nil eval", structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{nil}}},
 		{"register with eval without ID", structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job, Eval: &structs.Evaluation{}}},
 		{"client update nil alloc", structs.AllocClientUpdateRequestType, &structs.AllocClientUpdateRequest{Allocs: []*structs.Allocation{nil}}},
+		// Node pools.
+		{"nil node pool", structs.NodePoolUpsertRequestType, &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{nil}}},
+		{"node pool over its bounds", structs.NodePoolUpsertRequestType, &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{
+			{Name: "gpu", Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: structs.MaxPoolNodes + 1}}}}},
+		{"node in pool all", structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: func() *structs.Node {
+			n := statetest.Node(0)
+			n.NodePool = structs.NodePoolAll
+			return n
+		}()}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -508,5 +545,9 @@ func seedMessages() map[structs.MessageType]interface{} {
 		structs.DeploymentPromoteRequestType: &structs.DeploymentPromoteRequest{DeploymentID: "d", All: true, Eval: eval},
 		structs.DeploymentAllocHealthRequestType: &structs.DeploymentAllocHealthRequest{DeploymentID: "d", HealthyAllocationIDs: []string{alloc.ID},
 			UnhealthyAllocationIDs: []string{"x"}, Timestamp: 5},
+		// Node pools.
+		structs.NodePoolUpsertRequestType: &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{{Name: "gpu",
+			Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 1, ProviderConfig: map[string]string{"image": "x"}}}}},
+		structs.NodePoolDeleteRequestType: &structs.NodePoolDeleteRequest{Names: []string{"gpu"}},
 	}
 }

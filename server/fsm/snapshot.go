@@ -64,6 +64,8 @@ const (
 	SnapshotRecordAllocRef SnapshotRecordType = 12 // a snapshotAllocRef: an allocation and its job's Ref
 	// Endpoint aliases.
 	SnapshotRecordEndpointAlias SnapshotRecordType = 13 // a *structs.EndpointAlias
+	// Node pools.
+	SnapshotRecordNodePool SnapshotRecordType = 14 // a *structs.NodePool (written pools only)
 	// SnapshotRecordEnd ends the stream; its object is a snapshotTrailer.
 	SnapshotRecordEnd SnapshotRecordType = 255
 )
@@ -167,7 +169,9 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 		// Job versions and deployments.
 		state.TableJobVersions, state.TableDeployments,
 		// Endpoint aliases.
-		state.TableEndpointAliases} {
+		state.TableEndpointAliases,
+		// Node pools.
+		state.TableNodePools} {
 		idx, err := snap.Index(table)
 		if err != nil {
 			return err
@@ -246,7 +250,11 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 	if err := writeDeploymentState(sw, snap); err != nil {
 		return err
 	}
-	return writeEndpointAliases(sw, snap)
+	if err := writeEndpointAliases(sw, snap); err != nil {
+		return err
+	}
+	// Node pools.
+	return writeNodePools(sw, snap)
 }
 
 // writeAllocs writes allocs as SnapshotRecordAllocRef records, each distinct
@@ -622,6 +630,13 @@ func (rs *restoreState) record(t SnapshotRecordType) error {
 			return err
 		}
 		return restore.EndpointAliasRestore(&a)
+	// Node pools.
+	case SnapshotRecordNodePool:
+		var p structs.NodePool
+		if err := decodeRecord(dec, &p); err != nil {
+			return err
+		}
+		return restore.NodePoolRestore(&p)
 	case SnapshotRecordIndex:
 		var ie state.IndexEntry
 		if err := decodeRecord(dec, &ie); err != nil {

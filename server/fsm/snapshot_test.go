@@ -51,6 +51,15 @@ func populated(t testing.TB) *testFSM {
 	a3.DeploymentID = d.ID
 	apply(structs.ApplyPlanResultsRequestType, &structs.ApplyPlanResultsRequest{Deployment: d, AllocsPlaced: []*structs.Allocation{a3}, UpdatedAt: 300})
 	apply(structs.DeploymentAllocHealthRequestType, &structs.DeploymentAllocHealthRequest{DeploymentID: d.ID, HealthyAllocationIDs: []string{a3.ID}, Timestamp: 400})
+	// Node pools: a written pool with a scaling policy, a written
+	// "default", and one created by a node registering into it.
+	apply(structs.NodePoolUpsertRequestType, &structs.NodePoolUpsertRequest{NodePools: []*structs.NodePool{
+		{Name: "gpu", Meta: map[string]string{"k": "v"}, Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 3,
+			ProviderConfig: map[string]string{"image": "x"}, Shape: structs.NodeShape{GPUCount: 1}}},
+		{Name: "default", Description: "mine"}}})
+	n3 := statetest.Node(0)
+	n3.NodePool = "implicit"
+	apply(structs.NodeRegisterRequestType, &structs.NodeRegisterRequest{Node: n3})
 	return tf
 }
 
@@ -74,12 +83,16 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if dst.State() == old {
 		t.Fatal("State() still returns the old store")
 	}
-	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals, state.TableJobVersions, state.TableDeployments} {
+	for _, table := range []string{state.TableJobs, state.TableNodes, state.TableAllocs, state.TableEvals, state.TableJobVersions, state.TableDeployments, state.TableNodePools} {
 		a, _ := src.State().Index(table)
 		b, _ := dst.State().Index(table)
 		if a != b || a == 0 {
 			t.Fatalf("%s index %d vs %d", table, a, b)
 		}
+	}
+	rows, _ := dst.State().NodePoolRows(nil)
+	if len(rows) != 3 || rows[1].Name != "gpu" || rows[1].Scaling == nil || rows[1].Scaling.ProviderConfig["image"] != "x" {
+		t.Fatalf("restored node pools = %+v", rows)
 	}
 	// A restored FSM keeps applying: the same entry on both gives the same state.
 	e := statetest.Eval(&structs.Job{ID: "x"})

@@ -156,8 +156,10 @@ type candidate struct {
 
 // feasibility checks node n for the group, in this order: ready, datacenter,
 // node class (availability and reserved capabilities), drivers,
-// constraints, devices. It returns the candidate, or the reason the node was
-// filtered out.
+// constraints, devices, node pool. It returns the candidate, or the reason
+// the node was filtered out. The node pool comes last so a blocked group
+// still reports what the nodes of other pools lack (the devices a new node
+// of its pool must have).
 func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) (*candidate, string) {
 	if !n.Ready() {
 		return nil, n.NotReadyReason()
@@ -197,7 +199,7 @@ func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) 
 		if n.NodeResources != nil {
 			groups = n.NodeResources.Devices
 		}
-		start := len(c.choiceLists)
+		start, choicesStart := len(c.choiceLists), len(c.choices)
 		for i := range ask.devices {
 			da := &ask.devices[i]
 			first := len(c.choices)
@@ -234,6 +236,15 @@ func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) 
 			c.choiceLists = append(c.choiceLists, list)
 		}
 		cand.choices = c.choiceLists[start:len(c.choiceLists):len(c.choiceLists)]
+		if reason := nodePoolReason(job, n); reason != "" {
+			c.choices = c.choices[:choicesStart]
+			c.choiceLists = c.choiceLists[:start]
+			return nil, reason
+		}
+		return cand, ""
+	}
+	if reason := nodePoolReason(job, n); reason != "" {
+		return nil, reason
 	}
 	return cand, ""
 }
@@ -290,4 +301,19 @@ func driverHealthy(n *structs.Node, d string) bool {
 		return true
 	}
 	return false
+}
+
+// nodePoolReason returns "" when node n is in the job's node pool (any
+// node for "all"; an empty pool is "default" on both sides), else the
+// reason it is filtered out: "node pool: node in pool X, job wants Y".
+func nodePoolReason(job *structs.Job, n *structs.Node) string {
+	want := structs.NodePoolOrDefault(job.NodePool)
+	if want == structs.NodePoolAll {
+		return ""
+	}
+	have := structs.NodePoolOrDefault(n.NodePool)
+	if have == want {
+		return ""
+	}
+	return "node pool: node in pool " + have + ", job wants " + want
 }

@@ -379,7 +379,7 @@ func sameVersion(a *structs.Allocation, job *structs.Job) bool {
 // group or task), affinities (job, group, task or device; they only rank
 // nodes), the group's count, and job fields that do not place (priority,
 // name, bookkeeping). The node class demands (GroupRequires,
-// GroupAvailability), datacenters, constraints, drivers and resources must
+// GroupAvailability), datacenters, node pool, constraints, drivers and resources must
 // be the same. Allocations of old can then be updated in
 // place, keeping their node and devices.
 func placementUnaffected(old, cur *structs.Job, group string) bool {
@@ -391,6 +391,7 @@ func placementUnaffected(old, cur *structs.Job, group string) bool {
 		return false
 	}
 	if old.Type != cur.Type || !slices.Equal(old.Datacenters, cur.Datacenters) ||
+		structs.NodePoolOrDefault(old.NodePool) != structs.NodePoolOrDefault(cur.NodePool) ||
 		!reflect.DeepEqual(old.Constraints, cur.Constraints) ||
 		!slices.Equal(structs.GroupRequires(old, a), structs.GroupRequires(cur, b)) ||
 		structs.GroupAvailability(old, a) != structs.GroupAvailability(cur, b) {

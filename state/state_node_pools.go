@@ -1,0 +1,262 @@
+package state
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// Node pools (Nomad's node_pool). The built-in pools "default" and "all"
+// exist without being written: reads add them when the table has no row
+// for them. "default" may be written (its description and meta); "all"
+// may not, and no node may be in it. Neither can be deleted.
+
+// UpsertNodePools creates or replaces pools at Raft index index, all in one
+// transaction: a stored pool keeps its CreateIndex; an unchanged one is not
+// written again. Errors wrap structs.ErrInvalid for a nil pool, one that
+// fails Validate, a name given twice, or "all"; then nothing is written.
+func (s *StateStore) UpsertNodePools(index uint64, pools []*structs.NodePool) error {
+	seen := make(map[string]bool, len(pools))
+	for _, p := range pools {
+		if err := checkWritablePool(p); err != nil {
+			return err
+		}
+		if seen[p.Name] {
+			return invalid("node pool %q: given twice", p.Name)
+		}
+		seen[p.Name] = true
+	}
+	txn := s.writeTxn()
+	defer txn.Abort()
+	touched := false
+	for _, p := range pools {
+		existing, err := nodePoolRowTxn(txn, nil, p.Name)
+		if err != nil {
+			return err
+		}
+		c := p.Copy()
+		c.CreateIndex, c.ModifyIndex = index, index
+		if existing != nil {
+			c.CreateIndex, c.ModifyIndex = existing.CreateIndex, existing.ModifyIndex
+			if existing.Equal(c) {
+				continue
+			}
+			c.ModifyIndex = index
+		}
+		if err := txn.Insert(TableNodePools, c); err != nil {
+			return fmt.Errorf("state: insert node pool %q: %w", c.Name, err)
+		}
+		touched = true
+	}
+	if touched {
+		if err := setIndex(txn, TableNodePools, index); err != nil {
+			return err
+		}
+	}
+	s.commitTxn(txn, index)
+	return nil
+}
+
+// checkWritablePool refuses a pool that may not be written.
+func checkWritablePool(p *structs.NodePool) error {
+	if p == nil {
+		return invalid("node pool: nil")
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if p.Name == structs.NodePoolAll {
+		return invalid("node pool %q: built-in, cannot be modified", p.Name)
+	}
+	return nil
+}
+
+// DeleteNodePools removes the pools named, all or none. Errors wrap
+// structs.ErrInvalid for a built-in pool or one that a node or a live job
+// (status not dead) is in, and structs.ErrNotFound for an unknown pool;
+// then nothing is removed.
+func (s *StateStore) DeleteNodePools(index uint64, names []string) error {
+	txn := s.writeTxn()
+	defer txn.Abort()
+	for _, name := range names {
+		if structs.IsBuiltinNodePool(name) {
+			return invalid("node pool %q: built-in, cannot be deleted", name)
+		}
+		p, err := nodePoolRowTxn(txn, nil, name)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return notFound("node pool", name)
+		}
+		if err := poolUnusedTxn(txn, name); err != nil {
+			return err
+		}
+		if err := txn.Delete(TableNodePools, p); err != nil {
+			return fmt.Errorf("state: delete node pool %q: %w", name, err)
+		}
+	}
+	if len(names) > 0 {
+		if err := setIndex(txn, TableNodePools, index); err != nil {
+			return err
+		}
+	}
+	s.commitTxn(txn, index)
+	return nil
+}
+
+// poolUnusedTxn returns an ErrInvalid error when a node or a live job is
+// in the (non-default) pool name.
+func poolUnusedTxn(txn *memdb.Txn, name string) error {
+	nodes, err := getAll[structs.Node](txn, nil, TableNodes, "node_pool", name)
+	if err != nil {
+		return err
+	}
+	if len(nodes) > 0 {
+		return invalid("node pool %q: %d node(s) are in it (first %q); cannot delete", name, len(nodes), nodes[0].ID)
+	}
+	jobs, err := jobsByNodePoolTxn(txn, nil, name)
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if j.Status != structs.JobStatusDead {
+			return invalid("node pool %q: job %q (status %s) is in it; cannot delete", name, j.ID, j.Status)
+		}
+	}
+	return nil
+}
+
+// NodePools returns every pool, the built-ins included, sorted by name.
+func (s *StateStore) NodePools(ws memdb.WatchSet) ([]*structs.NodePool, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	rows, err := getAll[structs.NodePool](txn, ws, TableNodePools, "id")
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]bool, len(rows))
+	for _, p := range rows {
+		have[p.Name] = true
+	}
+	for _, b := range []string{structs.NodePoolAll, structs.NodePoolDefault} {
+		if !have[b] {
+			rows = append(rows, structs.BuiltinNodePool(b))
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
+	return rows, nil
+}
+
+// NodePoolByName returns the pool (a built-in one even when unwritten),
+// or nil and no error when there is none.
+func (s *StateStore) NodePoolByName(ws memdb.WatchSet, name string) (*structs.NodePool, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	p, err := nodePoolRowTxn(txn, ws, name)
+	if err != nil || p != nil {
+		return p, err
+	}
+	return structs.BuiltinNodePool(name), nil
+}
+
+// NodePoolRows returns the written pools only, sorted by name (a
+// snapshot's records).
+func (s *StateStore) NodePoolRows(ws memdb.WatchSet) ([]*structs.NodePool, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	return getAll[structs.NodePool](txn, ws, TableNodePools, "id")
+}
+
+func nodePoolRowTxn(txn *memdb.Txn, ws memdb.WatchSet, name string) (*structs.NodePool, error) {
+	return firstByID[structs.NodePool](txn, ws, TableNodePools, "node pool", name)
+}
+
+// NodesByNodePool returns the nodes in pool, sorted by ID: for "default"
+// also the nodes whose NodePool is empty; for "all" every node.
+func (s *StateStore) NodesByNodePool(ws memdb.WatchSet, pool string) ([]*structs.Node, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	switch pool {
+	case structs.NodePoolAll:
+		return getAll[structs.Node](txn, ws, TableNodes, "id")
+	case structs.NodePoolDefault:
+		all, err := getAll[structs.Node](txn, ws, TableNodes, "id")
+		if err != nil {
+			return nil, err
+		}
+		var out []*structs.Node
+		for _, n := range all {
+			if structs.NodePoolOrDefault(n.NodePool) == structs.NodePoolDefault {
+				out = append(out, n)
+			}
+		}
+		return out, nil
+	}
+	return getAll[structs.Node](txn, ws, TableNodes, "node_pool", pool)
+}
+
+// JobsByNodePool returns the jobs whose NodePool is pool, sorted by ID:
+// for "default" also the jobs whose NodePool is empty. "all" names the
+// jobs that asked for every node, not every job.
+func (s *StateStore) JobsByNodePool(ws memdb.WatchSet, pool string) ([]*structs.Job, error) {
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	return jobsByNodePoolTxn(txn, ws, pool)
+}
+
+func jobsByNodePoolTxn(txn *memdb.Txn, ws memdb.WatchSet, pool string) ([]*structs.Job, error) {
+	all, err := getAll[structs.Job](txn, ws, TableJobs, "id")
+	if err != nil {
+		return nil, err
+	}
+	var out []*structs.Job
+	for _, j := range all {
+		if structs.NodePoolOrDefault(j.NodePool) == pool {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// ensureNodePoolTxn creates pool name at index when a node registers into
+// a pool that has no row and is not built-in, as Nomad does: a client's
+// node_pool names its pool into existence.
+func ensureNodePoolTxn(txn *memdb.Txn, index uint64, name string) error {
+	if name == "" || structs.IsBuiltinNodePool(name) {
+		return nil
+	}
+	p, err := nodePoolRowTxn(txn, nil, name)
+	if err != nil || p != nil {
+		return err
+	}
+	if err := txn.Insert(TableNodePools, &structs.NodePool{Name: name, CreateIndex: index, ModifyIndex: index}); err != nil {
+		return fmt.Errorf("state: insert node pool %q: %w", name, err)
+	}
+	return setIndex(txn, TableNodePools, index)
+}
+
+// checkNodePool refuses a node whose NodePool is malformed or "all".
+func checkNodePool(n *structs.Node) error {
+	if n.NodePool == "" {
+		return nil
+	}
+	if n.NodePool == structs.NodePoolAll {
+		return invalid("node %q: node pool %q cannot have nodes", n.ID, n.NodePool)
+	}
+	if !structs.ValidNodePoolName(n.NodePool) {
+		return invalid("node %q: node pool name %q: must be 1 to %d letters, digits, '-' or '_'", n.ID, n.NodePool, structs.MaxNodePoolNameLen)
+	}
+	return nil
+}
+
+// NodePoolRestore inserts a pool from a snapshot. Errors wrap
+// structs.ErrInvalid for a nil pool or one without a name.
+func (r *StateRestore) NodePoolRestore(p *structs.NodePool) error {
+	if p == nil || p.Name == "" {
+		return invalid("restore node pool: nil or without name")
+	}
+	return r.insert(TableNodePools, p.Name, p)
+}
