@@ -260,6 +260,11 @@ var routeACL = map[string]routeRule{
 	"GET /ui/node/{id}":       {access: accessNodeRead},
 	"GET /ui/servers":         {access: accessAgentRead},
 	"GET /ui/run":             {access: accessUI},
+
+	// Endpoint routers of a client (issue 14, client_endpoints.go): what
+	// reading the namespace's allocations needs; proxied to the node's
+	// agent with ?node_id=.
+	"GET /v1/client/endpoints": proxiedRule(nsRule(structs.NamespaceCapabilityReadJob, nsQuery)),
 }
 
 // errPermissionDenied is the refusal of a caller without the right: its

@@ -219,6 +219,8 @@ func (h *handler) routes() {
 	// Services and checks (services.go).
 	h.serviceRoutes()
 	h.checkRoutes()
+	// Endpoint routers of this agent's client (issue 14).
+	h.clientEndpointRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs/parse", h.jobParse)
