@@ -232,6 +232,7 @@ func AllocRead(a *structs.Allocation, region string, withJob bool) *api.Allocati
 				out.AllocatedResources.Shared.Ports = append(out.AllocatedResources.Shared.Ports,
 					api.AllocatedPortMapping{Label: p.Label, Value: p.Value, To: p.To, HostIP: p.HostIP})
 			}
+			out.AllocatedResources.Shared.Endpoint = allocatedEndpointRead(sh.Endpoint)
 		}
 	}
 	if a.TaskStates != nil {
