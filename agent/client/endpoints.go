@@ -234,11 +234,16 @@ func (m *endpointManager) reconcileEndpoint(ctx context.Context, k endpointKey, 
 		}
 		return ai.ID < aj.ID
 	})
-	// The endpoint block of the newest job version among the members.
-	ep, newest := ms[0].tg.Endpoint, uint64(0)
+	// The endpoint block of the newest job version among the members,
+	// and the router address its plan gave (the node's address when the
+	// allocation names none).
+	ep, newest, listenIP := ms[0].tg.Endpoint, uint64(0), m.c.cfg.networkAddress()
 	for _, mb := range ms {
 		if v := mb.ar.alloc.Job.Version; v >= newest {
 			ep, newest = mb.tg.Endpoint, v
+			if ar := mb.ar.alloc.AllocatedResources; ar != nil && ar.Shared != nil && ar.Shared.Endpoint != nil && ar.Shared.Endpoint.HostIP != "" {
+				listenIP = ar.Shared.Endpoint.HostIP
+			}
 		}
 	}
 	m.mu.Lock()
@@ -254,7 +259,7 @@ func (m *endpointManager) reconcileEndpoint(ctx context.Context, k endpointKey, 
 	}
 	if run == nil {
 		var err error
-		if run, err = m.startRouter(ctx, k, ep); err != nil {
+		if run, err = m.startRouter(ctx, k, ep, listenIP); err != nil {
 			for _, mb := range ms {
 				mb.ar.setEndpointStatus(structs.EndpointMemberStatus{Reason: err.Error()})
 			}
@@ -289,16 +294,17 @@ func (m *endpointManager) reconcileEndpoint(ctx context.Context, k endpointKey, 
 	run.router.SetMembers(members)
 }
 
-// startRouter creates and starts the router of k. A failure is kept (and
+// startRouter creates and starts the router of k on listenIP and the
+// endpoint's port. A failure is kept (and
 // returned again without a new try) until endpointRetryDelay passes.
-func (m *endpointManager) startRouter(ctx context.Context, k endpointKey, ep *structs.Endpoint) (*endpointRun, error) {
+func (m *endpointManager) startRouter(ctx context.Context, k endpointKey, ep *structs.Endpoint, listenIP string) (*endpointRun, error) {
 	m.mu.Lock()
 	if f, ok := m.failed[k]; ok && time.Now().Before(f.retryAt) {
 		m.mu.Unlock()
 		return nil, fmt.Errorf("%s", f.err)
 	}
 	m.mu.Unlock()
-	listen := net.JoinHostPort(m.c.cfg.networkAddress(), strconv.Itoa(ep.Port))
+	listen := net.JoinHostPort(listenIP, strconv.Itoa(ep.Port))
 	run := &endpointRun{key: k, ep: *ep, members: map[string]bool{}}
 	cfg := routerConfig{Endpoint: ep, ListenAddr: listen, Logger: m.logger.With("endpoint", ep.Name),
 		OnStatus: func(allocID string, st structs.EndpointMemberStatus) { m.onStatus(run, allocID, st) }}
