@@ -2,7 +2,9 @@
 // the endpoint tests (issue 14). It listens on 127.0.0.1 at
 // $NOMAD_PORT_http and serves:
 //
-//   - GET /v1/models: {"object":"list","data":[{"id":$MODEL,...}]};
+//   - GET /v1/models: {"object":"list","data":[{"id":$MODEL,...}]}, or
+//     the model named in a file "model" of the working directory when one
+//     is there at start (a test makes one member serve another model);
 //   - GET /health: 200 "ok";
 //   - GET /v1/slow?chunks=N&interval_ms=M: a streaming (chunked,
 //     text/event-stream) answer of N "data: <i>" events M ms apart;
@@ -23,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -38,6 +41,9 @@ func main() {
 		os.Exit(2)
 	}
 	model := os.Getenv("MODEL")
+	if b, err := os.ReadFile("model"); err == nil {
+		model = strings.TrimSpace(string(b))
+	}
 	alloc := os.Getenv("NOMAD_ALLOC_ID")
 	logf, err := os.OpenFile("requests.log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
