@@ -91,3 +91,24 @@ func TestClipReason(t *testing.T) {
 		t.Fatal("a short reason changed")
 	}
 }
+
+// FuzzParseProcStatus: any /proc/<pid>/status text parses without a panic,
+// and a process it calls alive has a State line that is neither Z nor X.
+func FuzzParseProcStatus(f *testing.F) {
+	f.Add([]byte("Name:\tx\nState:\tS (sleeping)\nVmRSS:\t    2048 kB\n"))
+	f.Add([]byte("State:\tZ (zombie)\n"))
+	f.Add([]byte("State:\nVmRSS:\n"))
+	f.Add([]byte("VmRSS:\t18446744073709551615 kB\nState:\tR\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		alive, rss, err := parseProcStatus(b)
+		if err != nil {
+			return
+		}
+		if rss < 0 {
+			t.Fatalf("negative RSS %v", rss)
+		}
+		if alive && !strings.Contains(string(b), "State:") {
+			t.Fatal("alive without a State line")
+		}
+	})
+}

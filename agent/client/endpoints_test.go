@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/gpulayer/gpulayer/agent/client/clienttest"
 	"github.com/gpulayer/gpulayer/agent/client/endpoint"
+	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/agent/driver/native"
 	"github.com/gpulayer/gpulayer/internal/porttest"
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -262,5 +265,54 @@ func TestEndpointManagerRoutesReportsAndSurvivesServers(t *testing.T) {
 	})
 	if _, err := os.Stat(binA); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// unprovenDriver is a driver that cannot prove its tasks gone (it hides
+// the native driver's GoneProver).
+type unprovenDriver struct{ driver.Driver }
+
+// TestEndpointMemberWithoutGoneProofFails: a stopped endpoint member whose
+// driver cannot prove its processes gone is reported failed, saying so,
+// never complete; one whose driver proves it is complete and stopped.
+func TestEndpointMemberWithoutGoneProofFails(t *testing.T) {
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, proven := range []bool{true, false} {
+		t.Run(fmt.Sprintf("proven=%v", proven), func(t *testing.T) {
+			srv := clienttest.NewServer()
+			c := newTestClient(t, srv, "", func(cfg *Config) {
+				nd := native.NewWithConfig(native.Config{Users: native.UserPolicy{DefaultUser: me.Username}})
+				if proven {
+					cfg.Drivers = []driver.Driver{nd}
+				} else {
+					cfg.Drivers = []driver.Driver{unprovenDriver{nd}}
+				}
+			})
+			a := clienttest.NativeAlloc(c.Node().ID, structs.JobTypeService, "/bin/sh", []string{"-c", "sleep 60 & exec sleep 60"}, nil)
+			tg := a.Job.TaskGroups[0]
+			tg.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}
+			tg.Endpoint = &structs.Endpoint{Name: "llm-proof", Port: porttest.Take(t), Model: "m"}
+			a.AllocatedResources.Shared = &structs.AllocatedSharedResources{Ports: []structs.AllocatedPortMapping{{Label: "http", Value: porttest.Take(t), HostIP: "127.0.0.1"}}}
+			srv.UpsertAlloc(a)
+			srv.WaitForAlloc(t, a.ID, 15*time.Second, running)
+			if err := srv.StopAlloc(a.ID); err != nil {
+				t.Fatal(err)
+			}
+			got := srv.WaitForAlloc(t, a.ID, 30*time.Second, terminal)
+			em := got.EndpointMember
+			if proven {
+				if got.ClientStatus != structs.AllocClientStatusComplete || em == nil || em.Reason != reasonStopped {
+					t.Fatalf("proven stop: %s %q %+v", got.ClientStatus, got.ClientDescription, em)
+				}
+				return
+			}
+			if got.ClientStatus != structs.AllocClientStatusFailed || !strings.Contains(got.ClientDescription, "cannot prove") ||
+				em == nil || !strings.Contains(em.Reason, "cannot prove") {
+				t.Fatalf("unproven stop: %s %q %+v", got.ClientStatus, got.ClientDescription, em)
+			}
+		})
 	}
 }
