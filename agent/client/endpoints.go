@@ -183,9 +183,22 @@ type endpointMembership struct {
 func (m *endpointManager) reconcile(ctx context.Context) {
 	m.reconcileMu.Lock()
 	defer m.reconcileMu.Unlock()
+	if ctx.Err() != nil {
+		// The client is shutting down: closeAll stopped (or stops) every
+		// router, and none starts again.
+		return
+	}
 	groups := map[endpointKey][]endpointMembership{}
+	// The runners are read under the client's lock, their state under
+	// each one's own afterwards: an alloc runner takes the client's lock
+	// while holding its own (newServiceRunner reads the node).
 	m.c.mu.Lock()
+	runners := make([]*allocRunner, 0, len(m.c.runners))
 	for _, ar := range m.c.runners {
+		runners = append(runners, ar)
+	}
+	m.c.mu.Unlock()
+	for _, ar := range runners {
 		a := ar.alloc
 		if a.Job == nil {
 			continue
@@ -200,7 +213,6 @@ func (m *endpointManager) reconcile(ctx context.Context) {
 		k := endpointKey{Namespace: a.Namespace, JobID: a.JobID, Group: a.TaskGroup}
 		groups[k] = append(groups[k], endpointMembership{ar: ar, tg: tg})
 	}
-	m.c.mu.Unlock()
 
 	m.mu.Lock()
 	var stale []*endpointRun
@@ -354,7 +366,7 @@ func (m *endpointManager) leave(ar *allocRunner) {
 		return
 	}
 	ar.setEndpointStatus(structs.EndpointMemberStatus{Reason: reasonStopping})
-	m.reconcile(m.c.ctx)
+	m.reconcile(m.c.ctx) // a no-op once the client shuts down
 }
 
 // statuses returns every router's status with, per member task, its
