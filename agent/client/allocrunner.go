@@ -394,14 +394,14 @@ func (ar *allocRunner) stop() {
 	svc, quiet := ar.services, ar.quiet
 	ar.mu.Unlock()
 	ar.logger.Info("stopping allocation")
-	// Instances are deregistered, and an endpoint member leaves its
-	// router's rotation, before their tasks are killed, so no one is
-	// sent to an instance that is going away.
-	if svc != nil {
-		svc.stop(quiet)
-	}
+	// An endpoint member leaves its router's rotation (first: that asks
+	// no server), and instances are deregistered, before their tasks are
+	// killed, so no one is sent to an instance that is going away.
 	if ar.c.endpoints != nil && ar.isEndpointMember() {
 		ar.c.endpoints.leave(ar)
+	}
+	if svc != nil {
+		svc.stop(quiet)
 	}
 	for _, tr := range trs {
 		tr.kill()
