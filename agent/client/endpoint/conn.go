@@ -16,9 +16,8 @@ import (
 // response byte), which the endpoint's no-replay rule forbids. Owning the
 // connection also tells exactly whether any byte of a request was written.
 
-// errStale says a pooled connection was found closed by the member (or
-// holding stray bytes) before any byte of a request was written to it.
-var errStale = errors.New("kept-alive connection closed by the member")
+// errPoolClosed says the member left the set.
+var errPoolClosed = errors.New("member removed")
 
 // poolConfig configures a connPool.
 type poolConfig struct {
@@ -71,6 +70,10 @@ func (p *connPool) get(ctx context.Context) (*pconn, error) {
 	now := p.cfg.now()
 	for {
 		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, errPoolClosed
+		}
 		n := len(p.idle)
 		if n == 0 {
 			p.mu.Unlock()
@@ -92,8 +95,8 @@ func (p *connPool) get(ctx context.Context) (*pconn, error) {
 	}
 	pc := &pconn{conn: c}
 	pc.cw.c = c
-	pc.br = bufio.NewReaderSize(c, 16<<10)
-	pc.bw = bufio.NewWriterSize(&pc.cw, 16<<10)
+	pc.br = bufio.NewReaderSize(c, 4<<10)
+	pc.bw = bufio.NewWriterSize(&pc.cw, 4<<10)
 	return pc, nil
 }
 

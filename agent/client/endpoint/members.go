@@ -20,8 +20,12 @@ const (
 // member is the router's state of one Member. A change of Addr makes a
 // new member (new connection pool); other changes update it in place.
 type member struct {
-	r    *Router
-	pool *connPool // immutable
+	r *Router
+	// allocID, addr and pool never change (the data path reads them
+	// without a lock); the Member they came from is m.
+	allocID string
+	addr    string
+	pool    *connPool
 
 	outstanding atomic.Int64
 	served      atomic.Uint64
@@ -47,6 +51,8 @@ type member struct {
 func newMember(r *Router, nm Member) *member {
 	m := &member{
 		r:            r,
+		allocID:      nm.AllocID,
+		addr:         nm.Addr,
 		m:            nm,
 		kick:         make(chan struct{}, 1),
 		stop:         make(chan struct{}),

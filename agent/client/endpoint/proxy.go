@@ -48,6 +48,11 @@ func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.handlers.Add(1)
 	defer r.handlers.Done()
 	r.requests.Add(1)
+	if req.Method == http.MethodConnect {
+		r.failed.Add(1)
+		http.Error(w, "endpoint router: CONNECT not supported", http.StatusMethodNotAllowed)
+		return
+	}
 	select {
 	case r.sem <- struct{}{}:
 	default:
@@ -117,12 +122,22 @@ func (r *Router) pick(rot *rotation) int {
 type trackedBody struct {
 	io.ReadCloser
 	touched bool
+	err     error // the first read error but io.EOF
 }
 
 func (b *trackedBody) Read(p []byte) (int, error) {
 	b.touched = true
-	return b.ReadCloser.Read(p)
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
 }
+
+// Close does nothing: Request.Write closes the body it was given even when
+// it fails before reading it, and such a request may still go to the next
+// member. The server closes the client's body after the handler.
+func (b *trackedBody) Close() error { return nil }
 
 // outgoing builds the request sent to members: hop-by-hop headers dropped,
 // X-Forwarded-For appended, the body (if any) bounded and tracked.
@@ -187,14 +202,20 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	defer m.outstanding.Add(-1)
 	pc, err := m.pool.get(ctx)
 	if err != nil {
-		r.log.Debug("member unreachable, trying the next", "alloc_id", m.m.AllocID, "addr", m.m.Addr, "error", err)
+		r.log.Debug("member unreachable, trying the next", "alloc_id", m.allocID, "addr", m.addr, "error", err)
 		return next
 	}
 	// Unblock the exchange when the client goes away or Close cuts it.
 	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(aLongTimeAgo) })
 	defer stop()
-	_ = pc.conn.SetDeadline(r.cfg.Now().Add(r.cfg.ResponseHeaderTimeout))
+	_ = pc.conn.SetDeadline(time.Now().Add(r.cfg.ResponseHeaderTimeout))
 
+	var rc *http.ResponseController
+	if body != nil {
+		// A client trickling its body must not hold a slot for ever.
+		rc = http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(r.cfg.RequestBodyTimeout))
+	}
 	err = out.Write(pc.bw)
 	if err == nil {
 		err = pc.bw.Flush()
@@ -202,27 +223,46 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	if err != nil {
 		_ = pc.conn.Close()
 		if pc.cw.n == 0 && (body == nil || !body.touched) {
+			if rc != nil {
+				_ = rc.SetReadDeadline(time.Time{})
+			}
 			return next
 		}
-		m.failed.Add(1)
-		r.failed.Add(1)
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, "endpoint router: request body too large", http.StatusRequestEntityTooLarge)
+		if rc != nil {
+			// The body may be unread: leave the read deadline expired so
+			// that the server does not wait to drain it, and close.
+			_ = rc.SetReadDeadline(aLongTimeAgo)
+			w.Header().Set("Connection", "close")
+		}
+		if body != nil && body.err != nil {
+			// The client's body failed, not the member.
+			r.failed.Add(1)
+			var mbe *http.MaxBytesError
+			switch {
+			case errors.As(body.err, &mbe):
+				http.Error(w, "endpoint router: request body too large", http.StatusRequestEntityTooLarge)
+			case errors.Is(body.err, os.ErrDeadlineExceeded):
+				http.Error(w, "endpoint router: request body not received in time", http.StatusRequestTimeout)
+			default:
+				http.Error(w, "endpoint router: reading the request body failed", http.StatusBadRequest)
+			}
 			return done
 		}
-		r.log.Debug("sending to member failed", "alloc_id", m.m.AllocID, "error", err)
+		r.memberFailed(ctx, m)
+		r.log.Debug("sending to member failed", "alloc_id", m.allocID, "error", err)
 		http.Error(w, "endpoint "+r.ep.Name+": member connection broken", http.StatusBadGateway)
 		return done
+	}
+
+	if rc != nil {
+		_ = rc.SetReadDeadline(time.Time{})
 	}
 
 	resp, err := readResponse(pc, out)
 	if err != nil {
 		_ = pc.conn.Close()
-		m.failed.Add(1)
-		r.failed.Add(1)
-		m.kickVerify()
-		r.log.Debug("member response failed", "alloc_id", m.m.AllocID, "error", err)
+		r.memberFailed(ctx, m)
+		r.log.Debug("member response failed", "alloc_id", m.allocID, "error", err)
 		if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
 			http.Error(w, "endpoint "+r.ep.Name+": member response timeout", http.StatusGatewayTimeout)
 		} else {
@@ -249,7 +289,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 		}
 		dst["Trailer"] = []string{strings.Join(keys, ", ")}
 	}
-	dst[MemberHeader] = []string{m.m.AllocID}
+	dst[MemberHeader] = []string{m.allocID}
 	w.WriteHeader(resp.StatusCode)
 
 	if err := copyFlushing(w, resp.Body); err != nil {
@@ -257,10 +297,8 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 		if errors.Is(err, errClientWrite) {
 			return done // the client went away; nothing to tell it
 		}
-		m.failed.Add(1)
-		r.failed.Add(1)
-		m.kickVerify()
-		r.log.Debug("member response body broke", "alloc_id", m.m.AllocID, "error", err)
+		r.memberFailed(ctx, m)
+		r.log.Debug("member response body broke", "alloc_id", m.allocID, "error", err)
 		// Cut the client's connection: a truncated body must not look
 		// complete.
 		panic(http.ErrAbortHandler)
@@ -268,12 +306,25 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	for k, vv := range resp.Trailer {
 		dst[k] = vv
 	}
-	if resp.Close || out.Close || ctx.Err() != nil {
+	// Pool the connection only once the abort above can no longer fire
+	// on it (it would cut the connection's next request).
+	if !stop() || resp.Close || ctx.Err() != nil {
 		_ = pc.conn.Close()
 	} else {
 		m.pool.put(pc)
 	}
 	return done
+}
+
+// memberFailed counts a request that failed after dispatch; unless the
+// client went away (or Close cut it), the member is blamed and re-verified
+// now.
+func (r *Router) memberFailed(ctx context.Context, m *member) {
+	r.failed.Add(1)
+	if ctx.Err() == nil {
+		m.failed.Add(1)
+		m.kickVerify()
+	}
 }
 
 // readResponse reads the member's response headers, skipping 1xx

@@ -55,6 +55,8 @@ const (
 	// DefaultReadHeaderTimeout bounds reading a client's request headers
 	// (against slowloris clients).
 	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultRequestBodyTimeout bounds reading a client's request body.
+	DefaultRequestBodyTimeout = time.Minute
 	// DefaultIdleTimeout closes a client's kept-alive connection idle
 	// that long, and a member connection idle in the pool that long.
 	DefaultIdleTimeout = 90 * time.Second
@@ -121,7 +123,8 @@ type Config struct {
 	// OnStatus is called whenever a member's admission changes (admitted
 	// or not, reason, identity), in order, from one goroutine of the
 	// router: never under a router lock and never on the data path. It
-	// may call the router's methods. Close waits for the pending calls.
+	// may call the router's methods but Close (which waits for the
+	// pending calls).
 	OnStatus func(allocID string, st structs.EndpointMemberStatus)
 	// VerifyInterval is the live verification period; zero: 5 s.
 	VerifyInterval time.Duration
@@ -135,6 +138,10 @@ type Config struct {
 	// ReadHeaderTimeout bounds reading a client's request headers; zero:
 	// 10 s.
 	ReadHeaderTimeout time.Duration
+	// RequestBodyTimeout bounds reading a client's request body (408
+	// when it runs out; the member had the headers and sees the request
+	// cut); zero: 1 min.
+	RequestBodyTimeout time.Duration
 	// IdleTimeout bounds idle kept-alive connections, clients' and
 	// members'; zero: 90 s.
 	IdleTimeout time.Duration
@@ -229,7 +236,7 @@ func New(cfg Config) (*Router, error) {
 
 func (c *Config) validate() error {
 	if c.Endpoint == nil {
-		return errors.New("Endpoint: missing")
+		return errors.New("Config.Endpoint: missing")
 	}
 	if c.Endpoint.Model == "" {
 		return errors.New("Endpoint.Model: missing")
@@ -255,7 +262,8 @@ func (c *Config) validate() error {
 	}{
 		{"VerifyInterval", c.VerifyInterval}, {"VerifyTimeout", c.VerifyTimeout},
 		{"DialTimeout", c.DialTimeout}, {"ResponseHeaderTimeout", c.ResponseHeaderTimeout},
-		{"ReadHeaderTimeout", c.ReadHeaderTimeout}, {"IdleTimeout", c.IdleTimeout},
+		{"ReadHeaderTimeout", c.ReadHeaderTimeout}, {"RequestBodyTimeout", c.RequestBodyTimeout},
+		{"IdleTimeout", c.IdleTimeout},
 		{"DrainTimeout", c.DrainTimeout},
 	} {
 		if d.v < 0 {
@@ -288,6 +296,7 @@ func (c *Config) setDefaults() {
 	def(&c.DialTimeout, DefaultDialTimeout)
 	def(&c.ResponseHeaderTimeout, DefaultResponseHeaderTimeout)
 	def(&c.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	def(&c.RequestBodyTimeout, DefaultRequestBodyTimeout)
 	def(&c.IdleTimeout, DefaultIdleTimeout)
 	def(&c.DrainTimeout, DefaultDrainTimeout)
 	if c.MaxHeaderBytes == 0 {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"time"
 )
 
 // maxListedModels bounds the entries of a models listing looked at.
@@ -21,7 +22,7 @@ func newVerifyClient(cfg Config) *http.Client {
 		Transport: &http.Transport{
 			DialContext:            d.DialContext,
 			MaxIdleConnsPerHost:    1,
-			IdleConnTimeout:        2 * cfg.VerifyInterval,
+			IdleConnTimeout:        max(3*cfg.VerifyInterval, 30*time.Second),
 			ResponseHeaderTimeout:  cfg.VerifyTimeout,
 			DisableCompression:     true,
 			MaxResponseHeaderBytes: 64 << 10,
