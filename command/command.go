@@ -146,6 +146,8 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"service":      func() (cli.Command, error) { return &ServiceCommand{Meta: m}, nil },
 		"service list": func() (cli.Command, error) { return &ServiceListCommand{Meta: m}, nil },
 		"service info": func() (cli.Command, error) { return &ServiceInfoCommand{Meta: m}, nil },
+		// Job validation (issue 14, job_validate.go).
+		"job validate": func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
 	}
 	return cmds
 }

@@ -40,7 +40,7 @@ func endpointNameConflict(st jobLister, job *structs.Job) error {
 				continue
 			}
 			if group, dup := mine[tg.Endpoint.Name]; dup {
-				return fmt.Errorf("%w: group %q endpoint: name: %q is already declared by live job %q (group %q) in namespace %q; stop that job or choose another name",
+				return fmt.Errorf("%w: group %q: endpoint: name: %q is already declared by live job %q (group %q) in namespace %q; stop that job or choose another name",
 					structs.ErrEndpointConflict, group, tg.Endpoint.Name, other.ID, tg.Name, job.Namespace)
 			}
 		}

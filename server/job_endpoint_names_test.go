@@ -35,7 +35,7 @@ func TestServer_EndpointNameConflict(t *testing.T) {
 	}
 	b := endpointServiceJob("b", "llm-70b")
 	_, err := s.JobRegister(ctxT(t), b)
-	want := `group "web" endpoint: name: "llm-70b" is already declared by live job "a" (group "web") in namespace "default"`
+	want := `group "web": endpoint: name: "llm-70b" is already declared by live job "a" (group "web") in namespace "default"`
 	if !errors.Is(err, structs.ErrEndpointConflict) || errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("register b: %v, want a conflict naming job a", err)
 	}

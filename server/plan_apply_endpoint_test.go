@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulayer/gpulayer/state/statetest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -106,5 +107,47 @@ func TestPlanApplierEndpointPorts(t *testing.T) {
 				t.Fatalf("evaluatePlan: rejected %v, accepted %v", res.RejectedNodes, res.NodeAllocation)
 			}
 		})
+	}
+}
+
+// TestEvaluatePlan_EndpointMoveAllOrNothing: a plan that moves an
+// endpoint's members (stops on one node, placements on another) commits
+// neither part when the new node is refused, so the old members keep
+// serving; other jobs' stops in the plan still commit.
+func TestEvaluatePlan_EndpointMoveAllOrNothing(t *testing.T) {
+	f := newPlanFixture(t, nil)
+	other := statetest.Node(1)
+	other.ID = "other-node"
+	if err := f.store.UpsertNode(f.next(), other); err != nil {
+		t.Fatal(err)
+	}
+	old1 := withEndpoint(f.alloc(100, 100), "llm", 9000)
+	old2 := withEndpoint(f.alloc(100, 100), "llm", 9000)
+	unrelated := ofGroup(f.alloc(100, 100), "web", "g")
+	f.existing(t, old1, old2, unrelated)
+	// The new node already has another endpoint on 9000: refused.
+	blocker := withEndpoint(ofGroup(statetest.Alloc(f.job, other), "other", "g"), "llm-2", 9000)
+	f.existing(t, blocker)
+	plan := &structs.Plan{EvalID: "e1"}
+	plan.AppendStoppedAlloc(old1, "endpoint moves")
+	plan.AppendStoppedAlloc(old2, "endpoint moves")
+	plan.AppendStoppedAlloc(unrelated, "job stopped")
+	for i := 0; i < 2; i++ {
+		plan.AppendAlloc(withEndpoint(statetest.Alloc(f.job, other), "llm", 9000))
+	}
+	snap, err := f.store.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := evaluatePlan(snap, plan, nopLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.NodeAllocation) != 0 || res.RefreshIndex == 0 {
+		t.Fatalf("placements committed %v, refresh %d", res.NodeAllocation, res.RefreshIndex)
+	}
+	stops := res.NodeUpdate[f.node.ID]
+	if len(stops) != 1 || stops[0].ID != unrelated.ID {
+		t.Fatalf("stops committed %v, want only the unrelated one", stops)
 	}
 }

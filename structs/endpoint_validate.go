@@ -93,7 +93,7 @@ func (j *Job) EndpointNames() []string {
 
 // endpointProblems checks the endpoint blocks of j's groups: each one on
 // its own (endpointGroupProblems) and their names unique within the job.
-// Each problem starts with `group "x" endpoint: `.
+// Each problem starts with `group "x": endpoint: `, the path the CLI locates in the jobspec.
 func (j *Job) endpointProblems() []string {
 	var p []string
 	seen := map[string]string{}
@@ -101,7 +101,7 @@ func (j *Job) endpointProblems() []string {
 		if tg == nil || tg.Endpoint == nil {
 			continue
 		}
-		where := fmt.Sprintf("group %q endpoint", tg.Name)
+		where := fmt.Sprintf("group %q: endpoint", tg.Name)
 		for _, msg := range endpointGroupProblems(j.Type, tg) {
 			p = append(p, where+": "+msg)
 		}

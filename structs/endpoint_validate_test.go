@@ -33,21 +33,21 @@ func TestEndpointValidate(t *testing.T) {
 			e := j.TaskGroups[0].Endpoint
 			e.Revision, e.Policy, e.ModelsPath, e.MemberPort = "", "", "", ""
 		}, ""},
-		{"name missing", func(j *Job) { j.TaskGroups[0].Endpoint.Name = "" }, `group "llm" endpoint: name: is required`},
-		{"name uppercase", func(j *Job) { j.TaskGroups[0].Endpoint.Name = "LLM" }, `group "llm" endpoint: name: "LLM" must be 1-63 lowercase`},
+		{"name missing", func(j *Job) { j.TaskGroups[0].Endpoint.Name = "" }, `group "llm": endpoint: name: is required`},
+		{"name uppercase", func(j *Job) { j.TaskGroups[0].Endpoint.Name = "LLM" }, `group "llm": endpoint: name: "LLM" must be 1-63 lowercase`},
 		{"name ends in dash", func(j *Job) { j.TaskGroups[0].Endpoint.Name = "llm-" }, `endpoint: name: "llm-"`},
 		{"name 64 bytes", func(j *Job) { j.TaskGroups[0].Endpoint.Name = strings.Repeat("a", 64) }, `endpoint: name:`},
 		{"name 63 bytes", func(j *Job) { j.TaskGroups[0].Endpoint.Name = strings.Repeat("a", 63) }, ""},
 		{"name with dot", func(j *Job) { j.TaskGroups[0].Endpoint.Name = "llm.70b" }, ""},
-		{"port zero", func(j *Job) { j.TaskGroups[0].Endpoint.Port = 0 }, `group "llm" endpoint: port: must be 1-65535, got 0`},
+		{"port zero", func(j *Job) { j.TaskGroups[0].Endpoint.Port = 0 }, `group "llm": endpoint: port: must be 1-65535, got 0`},
 		{"port too big", func(j *Job) { j.TaskGroups[0].Endpoint.Port = 65536 }, `endpoint: port: must be 1-65535, got 65536`},
 		{"port is a static group port", func(j *Job) {
 			j.TaskGroups[0].Networks[0].ReservedPorts = []Port{{Label: "admin", Value: 9000}}
-		}, `group "llm" endpoint: port: 9000 is also the group's static network port "admin"`},
+		}, `group "llm": endpoint: port: 9000 is also the group's static network port "admin"`},
 		{"static member port", func(j *Job) {
 			j.TaskGroups[0].Networks[0].ReservedPorts = []Port{{Label: "admin", Value: 9001}}
 		}, `endpoint: network: port "admin": is static`},
-		{"model missing", func(j *Job) { j.TaskGroups[0].Endpoint.Model = "" }, `group "llm" endpoint: model: is required`},
+		{"model missing", func(j *Job) { j.TaskGroups[0].Endpoint.Model = "" }, `group "llm": endpoint: model: is required`},
 		{"model too long", func(j *Job) { j.TaskGroups[0].Endpoint.Model = strings.Repeat("m", 257) }, `endpoint: model: must be at most 256 bytes, got 257`},
 		{"model with newline", func(j *Job) { j.TaskGroups[0].Endpoint.Model = "a\nb" }, `endpoint: model: "a\nb" must hold printable characters only`},
 		{"model not utf-8", func(j *Job) { j.TaskGroups[0].Endpoint.Model = "a\xffb" }, `endpoint: model:`},
@@ -69,8 +69,8 @@ func TestEndpointValidate(t *testing.T) {
 			j.TaskGroups[0].Endpoint.MemberPort = ""
 			j.TaskGroups[0].Networks = nil
 		}, `member_port: is required unless the group's network has exactly one port label, it has 0 (none)`},
-		{"batch job", func(j *Job) { j.Type = JobTypeBatch }, `group "llm" endpoint: an endpoint needs a job of type "service", got "batch"`},
-		{"count 1", func(j *Job) { j.TaskGroups[0].Count = 1 }, `group "llm" endpoint: count: a group with an endpoint needs count 2-16, got 1`},
+		{"batch job", func(j *Job) { j.Type = JobTypeBatch }, `group "llm": endpoint: an endpoint needs a job of type "service", got "batch"`},
+		{"count 1", func(j *Job) { j.TaskGroups[0].Count = 1 }, `group "llm": endpoint: count: a group with an endpoint needs count 2-16, got 1`},
 		{"count 17", func(j *Job) { j.TaskGroups[0].Count = 17 }, `endpoint: count: a group with an endpoint needs count 2-16, got 17`},
 		{"count 16", func(j *Job) { j.TaskGroups[0].Count = 16 }, ""},
 		{"count 2", func(j *Job) { j.TaskGroups[0].Count = 2 }, ""},
@@ -79,7 +79,7 @@ func TestEndpointValidate(t *testing.T) {
 			tg := j.TaskGroups[0].Copy()
 			tg.Name = "llm2"
 			j.TaskGroups = append(j.TaskGroups, tg)
-		}, `group "llm2" endpoint: name: "llm-70b" is also the endpoint of group "llm"`},
+		}, `group "llm2": endpoint: name: "llm-70b" is also the endpoint of group "llm"`},
 		{"two groups, two names", func(j *Job) {
 			tg := j.TaskGroups[0].Copy()
 			tg.Name = "llm2"

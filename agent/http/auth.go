@@ -261,6 +261,11 @@ var routeACL = map[string]routeRule{
 	"GET /ui/servers":         {access: accessAgentRead},
 	"GET /ui/run":             {access: accessUI},
 
+	// Job validation (issue 14: `gpulayer job validate`); the handler
+	// checks read-job in the body job's namespace too.
+	"PUT /v1/validate/job":  nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"POST /v1/validate/job": nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+
 	// Endpoint routers of a client (issue 14, client_endpoints.go): what
 	// reading the namespace's allocations needs; proxied to the node's
 	// agent with ?node_id=.

@@ -11,7 +11,7 @@ import (
 // TestStatusForEndpointConflict: a job registration refused because
 // another live job holds the endpoint name answers 409 Conflict.
 func TestStatusForEndpointConflict(t *testing.T) {
-	err := fmt.Errorf("job register %q: %w: group \"g\" endpoint: name: taken", "b", structs.ErrEndpointConflict)
+	err := fmt.Errorf("job register %q: %w: group \"g\": endpoint: name: taken", "b", structs.ErrEndpointConflict)
 	if got := statusFor(err); got != http.StatusConflict {
 		t.Fatalf("statusFor = %d, want %d", got, http.StatusConflict)
 	}

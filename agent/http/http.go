@@ -233,6 +233,8 @@ func (h *handler) routes() {
 	// Periodic and parameterized jobs (jobs_children.go).
 	h.childrenRoutes()
 	h.schedulingRoutes()
+	// Job validation (jobs_validate.go).
+	h.validateRoutes()
 	// Job versions and deployments.
 	h.jobVersionRoutes()
 	h.deploymentRoutes()

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -365,4 +366,70 @@ func TestEndpointJobUpdateMovesTogether(t *testing.T) {
 		}
 	}
 	checkInvariants(t, h.state)
+}
+
+// TestEndpointRollingUpdateStaysHome: with an update block replacing one
+// member at a time, each new member is placed on the node the others run
+// on, though bin-packing ranks another node higher.
+func TestEndpointRollingUpdateStaysHome(t *testing.T) {
+	h := newHarness(t)
+	h.state.upsertNode(endpointNode("n1", 8000))
+	h.state.upsertNode(endpointNode("n2", 8000))
+	job := endpointJob("serve", "llm-70b", 9000, 3, 1000, 100)
+	job.TaskGroups[0].Update = &structs.UpdateStrategy{MaxParallel: 1, HealthCheck: structs.UpdateHealthCheckTaskStates,
+		MinHealthyTime: time.Second, HealthyDeadline: time.Minute}
+	h.register(job)
+	home := onlyNode(t, h.state, "serve", 3)
+	h.state.setClientStatus(structs.AllocClientStatusRunning, h.state.liveAllocs("serve")...)
+	// Fill the other node so bin-packing prefers it.
+	other := "n1"
+	if home == "n1" {
+		other = "n2"
+	}
+	filler := gpuJob("filler", structs.JobTypeService, 1, 0, 5000, 100)
+	filler.Constraints = append(filler.Constraints, &structs.Constraint{LTarget: "${node.unique.id}", Operand: "=", RTarget: other})
+	h.register(filler)
+	job.TaskGroups[0].Tasks[0].Config = map[string]interface{}{"command": "/bin/false"}
+	if ev := h.register(job); len(ev.FailedTGAllocs) != 0 {
+		t.Fatalf("update: %+v", ev.FailedTGAllocs["llm"])
+	}
+	plan := h.planner.plans[len(h.planner.plans)-1]
+	if len(plan.NodeAllocation) != 1 || len(plan.NodeAllocation[home]) != 1 || len(plan.NodeUpdate[home]) != 1 {
+		t.Fatalf("rolling step placed %v stopped %v, want one of each on %s", plan.NodeAllocation, plan.NodeUpdate, home)
+	}
+	onlyNode(t, h.state, "serve", 3)
+	checkInvariants(t, h.state)
+}
+
+// TestEndpointDrainNoRoomStopsNothing: a drain whose members fit on no
+// other node stops none of them; the reason says no node fits them all.
+func TestEndpointDrainNoRoomStopsNothing(t *testing.T) {
+	h := newHarness(t)
+	h.state.upsertNode(endpointNode("n1", 4000))
+	h.register(endpointJob("serve", "llm-70b", 9000, 3, 1000, 100))
+	h.state.upsertNode(endpointNode("n2", 2000))
+	members := h.state.liveAllocs("serve")
+	h.state.setClientStatus(structs.AllocClientStatusRunning, members...)
+	draining := h.state.nodes["n1"].Copy()
+	draining.SchedulingEligibility = structs.NodeSchedulingIneligible
+	draining.DrainStrategy = &structs.DrainStrategy{}
+	h.state.upsertNode(draining)
+	h.state.index++
+	m := h.state.allocs[members[0].ID].Copy()
+	m.DesiredTransition.Migrate = true
+	h.state.upsertAlloc(m)
+	ev := h.process(newEval(h.state.jobs["serve"], structs.EvalTriggerNodeUpdate))
+	f := ev.FailedTGAllocs["llm"]
+	if f == nil || !strings.Contains(f.Explanation, "endpoint llm-70b: no node fits all 3 members: ") ||
+		!strings.Contains(f.Explanation, "node name-n2 has room for 2") {
+		t.Fatalf("failure %+v", f)
+	}
+	if n := len(h.state.liveAllocs("serve")); n != 3 {
+		t.Fatalf("%d members left running, want all 3", n)
+	}
+	for _, p := range h.planner.plans[1:] {
+		if len(p.NodeUpdate) != 0 {
+			t.Fatalf("a plan stopped members: %v", p.NodeUpdate)
+		}
+	}
 }
