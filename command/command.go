@@ -159,6 +159,8 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"node pool delete": func() (cli.Command, error) { return &NodePoolDeleteCommand{Meta: m}, nil },
 		"node pool nodes":  func() (cli.Command, error) { return &NodePoolNodesCommand{Meta: m}, nil },
 		"node pool jobs":   func() (cli.Command, error) { return &NodePoolJobsCommand{Meta: m}, nil },
+		// Job validation (issue 14, job_validate.go).
+		"job validate": func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
 	}
 	return cmds
 }

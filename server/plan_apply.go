@@ -107,7 +107,9 @@ type planLogger interface {
 
 // evaluatePlan checks every node of the plan against snap and returns the
 // parts that fit. Refused nodes are listed in RejectedNodes and
-// RefreshIndex is set to the snapshot's index.
+// RefreshIndex is set to the snapshot's index. A gang is committed whole or
+// not at all (refuseGangs), and an endpoint's members are not stopped while
+// their refused replacements wait (refuseEndpointMoves).
 func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan, log planLogger) (*structs.PlanResult, error) {
 	result := &structs.PlanResult{
 		NodeUpdate:     map[string][]*structs.Allocation{},
@@ -144,6 +146,9 @@ func evaluatePlan(snap *state.StateSnapshot, plan *structs.Plan, log planLogger)
 	}
 	if gangs := refuseGangs(plan, result); len(gangs) > 0 {
 		log.Debug("gang placement refused with its other nodes", "eval_id", plan.EvalID, "nodes", len(gangs))
+	}
+	if held := refuseEndpointMoves(plan, result); held > 0 {
+		log.Debug("endpoint member stops held back with their refused replacements", "eval_id", plan.EvalID, "stops", held)
 	}
 	if len(result.RejectedNodes) > 0 {
 		idx, err := snap.LatestIndex()

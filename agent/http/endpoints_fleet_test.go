@@ -35,13 +35,14 @@ func placeEndpointJobs(t *testing.T, srv *server.Server, names ...string) {
 			t.Fatal(err)
 		}
 	}
-	for _, name := range names {
+	for i, name := range names {
 		job := statetest.Job()
 		job.ID = name + "-job"
 		tg := job.TaskGroups[0]
 		tg.Count = 2
 		tg.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}
-		tg.Endpoint = &structs.Endpoint{Name: name, Port: 9000, Model: "m", Revision: "r1"}
+		// One router port per endpoint on a node: each its own.
+		tg.Endpoint = &structs.Endpoint{Name: name, Port: 9000 + i, Model: "m", Revision: "r1"}
 		if strings.HasPrefix(name, "opp-") {
 			tg.Availability = structs.AvailabilityOpportunistic
 			tg.Constraints = []*structs.Constraint{{LTarget: "${node.unique.id}", RTarget: opp.ID, Operand: "="}}
