@@ -40,6 +40,10 @@ var importRules = []struct {
 	// parts live": deployments): decisions on a state snapshot, applied
 	// through a Raft callback.
 	{pkg: "server/deploymentwatcher", allowed: []string{"structs", "state"}, third: []string{"github.com/hashicorp/go-hclog", "github.com/hashicorp/go-memdb"}},
+	// Provisioning (issue 16): the Provider interface and the providers
+	// (server/provision/docker, server/provision/exec), which talk to the
+	// Docker engine and run programs; no state or Raft.
+	{pkg: "server/provision", allowed: []string{"server/provision", "state", "structs"}, anyThird: true},
 	{pkg: "server", allowed: []string{"server/fsm", "server/scheduler", "server/artifacts", "server/deploymentwatcher", "state", "structs"}, anyThird: true},
 	{pkg: "agent/http", allowed: []string{"server", "nomadish", "website", "structs"}, anyThird: true},
 	{pkg: "agent/client", allowed: []string{"agent/driver", "agent/client", "structs"}, anyThird: true},

@@ -90,6 +90,8 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			a.ClientStatus = existing.ClientStatus
 			a.ClientDescription = existing.ClientDescription
 			a.TaskStates = existing.TaskStates // stored objects are immutable: sharing is safe
+			// The endpoint router's view is the client's (issue 14).
+			a.EndpointMember = existing.EndpointMember.Copy()
 			if existing.DeploymentID == a.DeploymentID && existing.DeploymentStatus != nil {
 				// The health the client reported since the scheduler's
 				// snapshot stands.
@@ -154,7 +156,8 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 // ClientDescription and TaskStates (copied) from it, and Outputs and
 // LogArchive when the update has them (kept otherwise; only digests with
 // artifact metadata are recorded, and each gains the allocation as an
-// AllocRefs entry in the same transaction), with ModifyIndex =
+// AllocRefs entry in the same transaction), EndpointMember when the update
+// has one (kept otherwise), with ModifyIndex =
 // index and ModifyTime = updatedAt (Unix nanoseconds). AllocModifyIndex, the
 // server-side change index, is kept. Unknown allocation IDs are skipped.
 // The statuses of the touched jobs are recomputed. Errors wrap
@@ -195,6 +198,14 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		a.ClientStatus = upd.ClientStatus
 		a.ClientDescription = upd.ClientDescription
 		a.TaskStates = states
+		// The endpoint router's view of the member (issue 14): an update
+		// without one (sent before the router saw the member) keeps it.
+		if upd.EndpointMember != nil {
+			if err := upd.EndpointMember.CheckWellFormed(); err != nil {
+				return err
+			}
+			a.EndpointMember = upd.EndpointMember.Copy()
+		}
 		if takeClientHealth(existing, upd) {
 			// The client's health verdict is taken once, for an
 			// allocation of a deployment that has none yet.

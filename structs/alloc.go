@@ -250,6 +250,7 @@ func (a *Allocation) Copy() *Allocation {
 	n.Gang = a.Gang.Copy()
 	n.Outputs = copyArtifactRefs(a.Outputs)
 	n.DeploymentStatus = a.DeploymentStatus.Copy()
+	n.EndpointMember = a.EndpointMember.Copy()
 	if a.TaskStates != nil {
 		n.TaskStates = make(map[string]*TaskState, len(a.TaskStates))
 		for k, ts := range a.TaskStates {

@@ -282,11 +282,15 @@ var routeACL = map[string]routeRule{
 	"DELETE /v1/node/pool/{name}":    {access: accessOperatorWrite},
 	"GET /v1/node/pool/{name}/nodes": {access: accessNodeRead},
 	"GET /v1/node/pool/{name}/jobs":  {access: accessNodeRead},
-
 	// Job validation (issue 14: `gpulayer job validate`); the handler
 	// checks read-job in the body job's namespace too.
 	"PUT /v1/validate/job":  nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
 	"POST /v1/validate/job": nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+
+	// Endpoint routers of a client (issue 14, client_endpoints.go): what
+	// reading the namespace's allocations needs; proxied to the node's
+	// agent with ?node_id=.
+	"GET /v1/client/endpoints": proxiedRule(nsRule(structs.NamespaceCapabilityReadJob, nsQuery)),
 }
 
 // errPermissionDenied is the refusal of a caller without the right: its

@@ -41,8 +41,7 @@ func placeEndpointJobs(t *testing.T, srv *server.Server, names ...string) {
 		tg := job.TaskGroups[0]
 		tg.Count = 2
 		tg.Networks = []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}
-		// Each endpoint its own router port: two endpoints never share
-		// one on a node (the scheduler and plan applier refuse it).
+		// One router port per endpoint on a node: each its own.
 		tg.Endpoint = &structs.Endpoint{Name: name, Port: 9000 + i, Model: "m", Revision: "r1"}
 		if strings.HasPrefix(name, "opp-") {
 			tg.Availability = structs.AvailabilityOpportunistic

@@ -221,6 +221,8 @@ func (h *handler) routes() {
 	h.checkRoutes()
 	// Node pools (node_pools.go).
 	h.nodePoolRoutes()
+	// Endpoint routers of this agent's client (issue 14).
+	h.clientEndpointRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs", h.jobRegister)
 	h.handle("POST /v1/jobs/parse", h.jobParse)

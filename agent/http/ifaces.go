@@ -58,4 +58,5 @@ type FullClient interface {
 	logTailer
 	nodeSecretRotator
 	checkStatuser
+	endpointStatuser // endpoint routers (issue 14)
 }
