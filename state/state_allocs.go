@@ -50,10 +50,10 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		if existing == nil {
 			continue
 		}
-		a, err := safeCopy("allocation", stop.ID, existing.Copy)
-		if err != nil {
-			return err
-		}
+		// A shallow copy: only top-level fields change, and the stored
+		// version's parts (resources, task states) are never mutated, so
+		// the new version shares them instead of copying each.
+		a := existing.ShallowCopy()
 		a.DesiredStatus = stop.DesiredStatus
 		if a.DesiredStatus == "" || a.DesiredStatus == structs.AllocDesiredStatusRun {
 			a.DesiredStatus = structs.AllocDesiredStatusStop
@@ -188,10 +188,11 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		if err != nil {
 			return err
 		}
-		a, err := safeCopy("allocation", upd.ID, existing.Copy)
-		if err != nil {
-			return err
-		}
+		// A shallow copy, as for a stop: each field taken from the update
+		// is replaced, never changed in place, so the parts the client does
+		// not report (resources, job, metrics) are shared with the stored
+		// version, not copied at every status update.
+		a := existing.ShallowCopy()
 		a.ClientStatus = upd.ClientStatus
 		a.ClientDescription = upd.ClientDescription
 		a.TaskStates = states
