@@ -264,3 +264,43 @@ func TestAllocVersionsShareParts(t *testing.T) {
 		t.Fatalf("versions: placed %d %q, running %d %q", placed.ModifyIndex, placed.ClientStatus, running.ModifyIndex, running.ClientStatus)
 	}
 }
+
+// TestPlacementsShareStoredJobVersion: placements of several plans carrying
+// a decoded copy of the same job version (as every Raft entry does) all
+// point at the stored version; a plan's job of another registration (a
+// different JobModifyIndex) is kept as it came. The stored job is never
+// mutated by either.
+func TestPlacementsShareStoredJobVersion(t *testing.T) {
+	s := testStore(t)
+	job := statetest.BatchJob(1)
+	node := statetest.Node(4)
+	must(t, s.UpsertJob(1, job))
+	stored := mustJob(t, s, job.ID)
+	before := stored.Copy()
+	var ids []string
+	for i, index := range []uint64{2, 3} {
+		a := statetest.Alloc(job, node)
+		a.Job = nil
+		a.Name = structs.AllocName(job.ID, "web", i)
+		ids = append(ids, a.ID)
+		must(t, s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{Job: stored.Copy(), AllocsPlaced: []*structs.Allocation{a}}))
+	}
+	v, err := s.JobVersionsByID(nil, job.ID)
+	must(t, err)
+	for _, id := range ids {
+		if got := mustAlloc(t, s, id).Job; got != v[0] {
+			t.Fatalf("allocation %s holds its own copy of the job version, not the stored one", id)
+		}
+	}
+	other := stored.Copy()
+	other.JobModifyIndex++
+	a := statetest.Alloc(job, node)
+	a.Job = nil
+	must(t, s.UpsertPlanResults(4, &structs.ApplyPlanResultsRequest{Job: other, AllocsPlaced: []*structs.Allocation{a}}))
+	if got := mustAlloc(t, s, a.ID).Job; got == v[0] || got.JobModifyIndex != other.JobModifyIndex {
+		t.Fatal("a plan's job of another registration was replaced by the stored version")
+	}
+	if after := mustJob(t, s, job.ID); after.JobModifyIndex != before.JobModifyIndex || after.Version != before.Version {
+		t.Fatalf("stored job changed: %+v", after)
+	}
+}
