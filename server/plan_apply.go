@@ -230,7 +230,7 @@ func evaluatePlanOverlay(snap *state.StateSnapshot, plan *structs.Plan, overlay 
 	}
 	sort.Strings(ids)
 	for _, nodeID := range ids {
-		ok, reason, err := evaluateNodePlan(snap, plan, nodeID, overlay[nodeID])
+		ok, reason, err := evaluateNodePlanOverlay(snap, plan, nodeID, overlay[nodeID])
 		if err != nil {
 			return nil, fmt.Errorf("plan apply: node %s: %w", nodeID, err)
 		}
@@ -273,7 +273,14 @@ func evaluatePlanOverlay(snap *state.StateSnapshot, plan *structs.Plan, overlay 
 // instance a placement names must exist on the node in a healthy instance of
 // the named device group. reason explains a refusal; err is returned only
 // when the state could not be read.
-func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID string, inflight []*structs.Allocation) (ok bool, reason string, err error) {
+func evaluateNodePlan(snap *state.StateSnapshot, plan *structs.Plan, nodeID string) (ok bool, reason string, err error) {
+	return evaluateNodePlanOverlay(snap, plan, nodeID, nil)
+}
+
+// evaluateNodePlanOverlay is evaluateNodePlan counting inflight (the
+// node's allocations of plans committed but maybe not yet applied) beside
+// the state's; an allocation in both counts once, in its inflight version.
+func evaluateNodePlanOverlay(snap *state.StateSnapshot, plan *structs.Plan, nodeID string, inflight []*structs.Allocation) (ok bool, reason string, err error) {
 	placements := plan.NodeAllocation[nodeID]
 	if len(placements) == 0 {
 		return true, "", nil

@@ -63,7 +63,7 @@ func TestEvaluateNodePlanBoundaries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ok, reason, err := evaluateNodePlan(snap, plan, f.node.ID, nil)
+			ok, reason, err := evaluateNodePlan(snap, plan, f.node.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestEvaluateNodePlanBoundaries(t *testing.T) {
 			plan := &structs.Plan{EvalID: "e1"}
 			plan.AppendAlloc(share(f, f.alloc(100, 0), host-host/2+extra))
 			snap, _ := f.store.Snapshot()
-			ok, reason, err := evaluateNodePlan(snap, plan, f.node.ID, nil)
+			ok, reason, err := evaluateNodePlan(snap, plan, f.node.ID)
 			if err != nil || ok != (extra == 0) {
 				t.Fatalf("+%d MiB: ok=%v (%q) err=%v", extra, ok, reason, err)
 			}

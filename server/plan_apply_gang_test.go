@@ -111,7 +111,7 @@ func TestEvaluateNodePlan_MemoryShares(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ok, reason, err := evaluateNodePlan(snap, plan, f.node.ID, nil)
+			ok, reason, err := evaluateNodePlan(snap, plan, f.node.ID)
 			if err != nil {
 				t.Fatal(err)
 			}

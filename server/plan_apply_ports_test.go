@@ -83,7 +83,7 @@ func TestPlanApplierRefusesHostPortGivenTwice(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ok, reason, err := evaluateNodePlan(snap, plan, f.node.ID, nil)
+			ok, reason, err := evaluateNodePlan(snap, plan, f.node.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestPlanApplierRefusesNodeReservedPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok, reason, err := evaluateNodePlan(snap, p, f.node.ID, nil)
+	ok, reason, err := evaluateNodePlan(snap, p, f.node.ID)
 	if err != nil || ok || !strings.Contains(reason, "host port 8050 is reserved") {
 		t.Fatalf("ok=%v reason=%q err=%v", ok, reason, err)
 	}

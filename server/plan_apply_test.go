@@ -162,7 +162,7 @@ func TestEvaluateNodePlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ok, reason, err := evaluateNodePlan(snap, plan, f.node.ID, nil)
+			ok, reason, err := evaluateNodePlan(snap, plan, f.node.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,7 +175,7 @@ func TestEvaluateNodePlan(t *testing.T) {
 		f := newPlanFixture(t, nil)
 		snap, _ := f.store.Snapshot()
 		plan := &structs.Plan{NodeAllocation: map[string][]*structs.Allocation{"other": {f.alloc(1, 1)}}}
-		ok, reason, err := evaluateNodePlan(snap, plan, "other", nil)
+		ok, reason, err := evaluateNodePlan(snap, plan, "other")
 		if err != nil || ok || !strings.Contains(reason, "does not exist") {
 			t.Fatalf("ok=%v reason=%q err=%v", ok, reason, err)
 		}
