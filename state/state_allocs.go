@@ -19,7 +19,8 @@ import (
 //     when unset, DesiredStatus run and ClientStatus pending when empty; an
 //     existing one keeps its CreateIndex, CreateTime and client fields
 //     (ClientStatus, ClientDescription, TaskStates). A placement without a
-//     Job gets the stored job.
+//     Job gets req.Job (the stored version of it when that version, same
+//     JobModifyIndex, is stored), or else the stored job.
 //   - req.Evals are upserted as by UpsertEvals.
 //
 // The statuses of the touched jobs are recomputed. Errors wrap
@@ -50,10 +51,10 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		if existing == nil {
 			continue
 		}
-		a, err := safeCopy("allocation", stop.ID, existing.Copy)
-		if err != nil {
-			return err
-		}
+		// A shallow copy: only top-level fields change, and the stored
+		// version's parts (resources, task states) are never mutated, so
+		// the new version shares them instead of copying each.
+		a := existing.ShallowCopy()
 		a.DesiredStatus = stop.DesiredStatus
 		if a.DesiredStatus == "" || a.DesiredStatus == structs.AllocDesiredStatusRun {
 			a.DesiredStatus = structs.AllocDesiredStatusStop
@@ -68,6 +69,20 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		}
 		jobs[a.JobID] = struct{}{}
 		touched = true
+	}
+	// The plan's job, decoded from the entry, is a copy of a stored job
+	// version: when that version is stored (same registration), every
+	// placement points at the stored one, so a job's allocations share one
+	// *Job per version instead of one per plan.
+	planJob := req.Job
+	if planJob != nil {
+		v, err := jobVersionTxn(txn, nil, planJob.ID, planJob.Version)
+		if err != nil {
+			return err
+		}
+		if v != nil && v.Namespace == planJob.Namespace && v.JobModifyIndex == planJob.JobModifyIndex {
+			planJob = v
+		}
 	}
 	for _, place := range req.AllocsPlaced {
 		if place == nil || place.ID == "" {
@@ -112,8 +127,8 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		if a.ClientStatus == "" {
 			a.ClientStatus = structs.AllocClientStatusPending
 		}
-		if a.Job == nil && req.Job != nil && req.Job.ID == a.JobID {
-			a.Job = req.Job
+		if a.Job == nil && planJob != nil && planJob.ID == a.JobID {
+			a.Job = planJob
 		}
 		if a.Job == nil && a.JobID != "" {
 			job, err := jobByIDTxn(txn, nil, a.JobID)
@@ -191,10 +206,11 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		if err != nil {
 			return err
 		}
-		a, err := safeCopy("allocation", upd.ID, existing.Copy)
-		if err != nil {
-			return err
-		}
+		// A shallow copy, as for a stop: each field taken from the update
+		// is replaced, never changed in place, so the parts the client does
+		// not report (resources, job, metrics) are shared with the stored
+		// version, not copied at every status update.
+		a := existing.ShallowCopy()
 		a.ClientStatus = upd.ClientStatus
 		a.ClientDescription = upd.ClientDescription
 		a.TaskStates = states
