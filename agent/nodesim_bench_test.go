@@ -114,7 +114,8 @@ func cores(b *testing.B, pid int, window time.Duration) (server, sim float64) {
 //     Raft log's BoltDB);
 //   - snapshot-s: the time of GET /v1/operator/snapshot then.
 //
-// With GPULAYER_NODESIM_FULLPOLL=1 the nodes watch their allocations the
+// GPULAYER_NODESIM_SCHEDULERS sets the server's num_schedulers (its
+// default otherwise). With GPULAYER_NODESIM_FULLPOLL=1 the nodes watch their allocations the
 // way clients did before the change routes (every allocation with its job
 // at each wake-up, from the leader), for a before/after ratio.
 //
@@ -127,7 +128,16 @@ func BenchmarkNodeSim(b *testing.B) {
 	httpPort, raftPort, serfPort := freePort(b), freePort(b), freePort(b)
 	cfgPath := filepath.Join(root, "server.hcl")
 	// The whole fleet comes from 127.0.0.1: no per-IP connection limit.
-	hcl := "server {\n  encrypt = \"" + clusterGossipKey + "\"\n}\nlimits {\n  http_max_conns_per_client = -1\n}\n"
+	hcl := "server {\n  encrypt = \"" + clusterGossipKey + "\"\n"
+	if v := os.Getenv("GPULAYER_NODESIM_SCHEDULERS"); v != "" {
+		// For comparisons: the server's scheduler workers.
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("GPULAYER_NODESIM_SCHEDULERS=%q: want a positive number", v)
+		}
+		hcl += fmt.Sprintf("  num_schedulers = %d\n", n)
+	}
+	hcl += "}\nlimits {\n  http_max_conns_per_client = -1\n}\n"
 	if err := os.WriteFile(cfgPath, []byte(hcl), 0o600); err != nil {
 		b.Fatal(err)
 	}

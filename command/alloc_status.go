@@ -107,7 +107,7 @@ func (m *Meta) resolveAlloc(client *api.Client, prefix string) (*api.Allocation,
 // formatAlloc renders the allocation and its tasks.
 func (m *Meta) formatAlloc(a *api.Allocation) string {
 	var sb strings.Builder
-	sb.WriteString(kv([][2]string{
+	rows := [][2]string{
 		{"ID", a.ID},
 		{"Eval ID", shortID(a.EvalID)},
 		{"Name", a.Name},
@@ -118,9 +118,10 @@ func (m *Meta) formatAlloc(a *api.Allocation) string {
 		{"Client Description", a.ClientDescription},
 		{"Desired Status", a.DesiredStatus},
 		{"Desired Description", a.DesiredDescription},
-		{"Created", m.formatUnixNano(a.CreateTime)},
-		{"Modified", m.formatUnixNano(a.ModifyTime)},
-	}))
+	}
+	rows = append(rows, endpointMemberRows(a.EndpointMember)...)
+	rows = append(rows, [2]string{"Created", m.formatUnixNano(a.CreateTime)}, [2]string{"Modified", m.formatUnixNano(a.ModifyTime)})
+	sb.WriteString(kv(rows))
 	// The host ports, as Nomad's "Allocation Addresses".
 	if ar := a.AllocatedResources; ar != nil && ar.Shared != nil && len(ar.Shared.Ports) > 0 {
 		rows := make([][]string, 0, len(ar.Shared.Ports))
@@ -150,6 +151,38 @@ func (m *Meta) formatAlloc(a *api.Allocation) string {
 		sb.WriteString("\n\nLog Archive = artifact://sha256/" + a.LogArchive)
 	}
 	return sb.String()
+}
+
+// endpointMemberRows are the "Endpoint" lines of an endpoint member: admitted,
+// or not and why, and the identity the router compared (job version and
+// the first 12 characters of each digest); none without an endpoint.
+func endpointMemberRows(em *api.AllocEndpointMember) [][2]string {
+	if em == nil {
+		return nil
+	}
+	state := "admitted"
+	if !em.Admitted {
+		state = "not admitted"
+		if em.Reason != "" {
+			state += ": " + em.Reason
+		}
+	}
+	short := func(d string) string {
+		if d == "" {
+			return "-"
+		}
+		if i := strings.IndexByte(d, ':'); i >= 0 && i < len(d)-1 {
+			d = d[i+1:]
+		}
+		if len(d) > 12 {
+			d = d[:12]
+		}
+		return d
+	}
+	return [][2]string{
+		{"Endpoint", state},
+		{"Endpoint Identity", fmt.Sprintf("job version %d, artifact %s, config %s", em.JobVersion, short(em.ArtifactDigest), short(em.ConfigDigest))},
+	}
 }
 
 // allocTaskNames returns the allocation's task names: the group's tasks in

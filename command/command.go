@@ -146,6 +146,11 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"service":      func() (cli.Command, error) { return &ServiceCommand{Meta: m}, nil },
 		"service list": func() (cli.Command, error) { return &ServiceListCommand{Meta: m}, nil },
 		"service info": func() (cli.Command, error) { return &ServiceInfoCommand{Meta: m}, nil },
+		// Endpoint aliases and the fleet view (endpoint.go).
+		"endpoint":         func() (cli.Command, error) { return &EndpointCommand{Meta: m}, nil },
+		"endpoint status":  func() (cli.Command, error) { return &EndpointStatusCommand{Meta: m}, nil },
+		"endpoint promote": func() (cli.Command, error) { return &EndpointPromoteCommand{Meta: m}, nil },
+		"endpoint demote":  func() (cli.Command, error) { return &EndpointDemoteCommand{Meta: m}, nil },
 		// Node pools (node_pool.go); "node pool status" is the provisioner's.
 		"node pool":        func() (cli.Command, error) { return &NodePoolCommand{Meta: m}, nil },
 		"node pool apply":  func() (cli.Command, error) { return &NodePoolApplyCommand{Meta: m}, nil },
@@ -154,6 +159,8 @@ func commands(m *Meta) map[string]cli.CommandFactory {
 		"node pool delete": func() (cli.Command, error) { return &NodePoolDeleteCommand{Meta: m}, nil },
 		"node pool nodes":  func() (cli.Command, error) { return &NodePoolNodesCommand{Meta: m}, nil },
 		"node pool jobs":   func() (cli.Command, error) { return &NodePoolJobsCommand{Meta: m}, nil },
+		// Job validation (issue 14, job_validate.go).
+		"job validate": func() (cli.Command, error) { return &JobValidateCommand{Meta: m}, nil },
 		// Provisioning (node_pool_status.go).
 		"node pool status": func() (cli.Command, error) { return &NodePoolStatusCommand{Meta: m}, nil },
 	}

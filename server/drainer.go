@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-memdb"
 )
 
 // drainInterval is how often the leader's drainer looks at draining nodes.
@@ -33,6 +34,10 @@ const (
 //     elsewhere).
 //   - A node with nothing left running ends its drain: the strategy is
 //     cleared and the node stays ineligible.
+//
+// While no node drains it sleeps on the nodes table (a drain starts with a
+// write there) instead of listing every node each drainInterval: at 10,000
+// nodes that listing was the idle leader's largest loop.
 func (s *Server) drainer(ctx context.Context) {
 	t := time.NewTicker(drainInterval)
 	defer t.Stop()
@@ -42,18 +47,30 @@ func (s *Server) drainer(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		nodes, err := s.fsm.State().Nodes(nil)
+		st := s.fsm.State()
+		ws := memdb.NewWatchSet()
+		ws.Add(st.AbandonCh())
+		nodes, err := st.Nodes(ws)
 		if err != nil {
 			s.logger.Warn("drainer: list nodes", "error", err)
 			continue
 		}
+		draining := false
 		for _, n := range nodes {
 			if n.DrainStrategy == nil {
 				continue
 			}
+			draining = true
 			if err := s.drainNode(n); err != nil && ctx.Err() == nil {
 				s.logger.Warn("drainer: drain step failed", "node_id", n.ID, "error", err)
 			}
+		}
+		if !draining {
+			// Wake at the next change of any node (or a restore that
+			// replaces the store); a drain in progress is stepped every
+			// drainInterval, its allocations and deadline being none of
+			// the nodes table's changes.
+			_ = ws.WatchCtx(ctx)
 		}
 	}
 }

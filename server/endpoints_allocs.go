@@ -59,6 +59,9 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		if err := (&structs.Allocation{ID: a.ID, TaskStates: a.TaskStates}).CheckWellFormed(); err != nil {
 			return fmt.Errorf("update allocs: %w", err)
 		}
+		if err := a.EndpointMember.CheckWellFormed(); err != nil {
+			return fmt.Errorf("update allocs: allocation %q: %w", a.ID, err)
+		}
 		switch a.ClientStatus {
 		case "", structs.AllocClientStatusPending, structs.AllocClientStatusRunning, structs.AllocClientStatusComplete,
 			structs.AllocClientStatusFailed, structs.AllocClientStatusLost:
@@ -66,7 +69,7 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 			return fmt.Errorf("update allocs: %w: allocation %q: unknown client status %q", structs.ErrInvalid, a.ID, clipStatus(a.ClientStatus))
 		}
 		upd := &structs.Allocation{ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
-			Outputs: a.Copy().Outputs, LogArchive: a.LogArchive}
+			Outputs: a.Copy().Outputs, LogArchive: a.LogArchive, EndpointMember: a.EndpointMember.Copy()}
 		if a.TaskStates != nil {
 			upd.TaskStates = a.Copy().TaskStates
 		}

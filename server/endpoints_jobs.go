@@ -14,8 +14,10 @@ import (
 // JobRegister canonicalizes and validates job, then commits it with a
 // pending job-register evaluation in one Raft entry and hands the
 // evaluation to the eval broker. It returns the *structs.ValidationError of
-// an invalid job as is (errors.Is(err, structs.ErrInvalid)), and errors
-// wrapping structs.ErrNotLeader or structs.ErrShutdown.
+// an invalid job as is (errors.Is(err, structs.ErrInvalid)), an error
+// wrapping structs.ErrEndpointConflict when another live job of the
+// namespace declares one of its endpoint names, and errors wrapping
+// structs.ErrNotLeader or structs.ErrShutdown.
 func (s *Server) JobRegister(ctx context.Context, job *structs.Job) (*structs.JobRegisterResponse, error) {
 	return s.jobRegister(ctx, job, nil)
 }
@@ -43,6 +45,13 @@ func (s *Server) jobRegister(ctx context.Context, job *structs.Job, prior *uint6
 	}
 	if err := s.checkJobNodePool(job); err != nil {
 		return nil, err
+	}
+	if len(job.EndpointNames()) > 0 {
+		s.endpointNamesMu.Lock()
+		defer s.endpointNamesMu.Unlock()
+		if err := endpointNameConflict(s.fsm.State(), job); err != nil {
+			return nil, err
+		}
 	}
 	now := time.Now().UnixNano()
 	job.SubmitTime = now

@@ -16,7 +16,9 @@ import (
 // version, with a planner that records the plan instead of submitting it
 // (nothing is written through Raft), and returns the diff against the
 // running version and, per task group, where allocations would go or why
-// they would wait. A job identical to the running version keeps its
+// they would wait. A job declaring an endpoint name another live job of
+// its namespace holds returns an error wrapping
+// structs.ErrEndpointConflict. A job identical to the running version keeps its
 // JobModifyIndex, so only missing allocations show. It returns the
 // *structs.ValidationError of an invalid job as is (errors.Is(err,
 // structs.ErrInvalid)).
@@ -27,6 +29,9 @@ func (s *Server) JobPlan(ctx context.Context, job *structs.Job) (*structs.JobPla
 	job = job.Copy()
 	job.Canonicalize()
 	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	if err := endpointNameConflict(s.fsm.State(), job); err != nil {
 		return nil, err
 	}
 	snap, err := s.fsm.State().Snapshot()

@@ -9,8 +9,9 @@ import (
 
 // ErrEventsTruncated is returned (wrapped) by EventSubscription.Next when
 // the events after the subscription's index are no longer held: the reader
-// fell more than state.DefaultEventBufferSize Raft indexes behind, or the
-// server restored a snapshot past that index. The reader should re-read
+// fell more than state.DefaultEventBufferSize Raft indexes (or about
+// state.DefaultEventBufferBytes of events) behind, or the server restored
+// a snapshot past that index. The reader should re-read
 // what it needs with a query and stream again from the query's index.
 var ErrEventsTruncated = state.ErrEventsTruncated
 

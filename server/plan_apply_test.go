@@ -236,3 +236,43 @@ func TestPlanQueue(t *testing.T) {
 		t.Fatalf("flushed plan: %v", err)
 	}
 }
+
+// TestEvaluatePlanOverlay: a plan is checked against the allocations of
+// the plans still in flight (committed, maybe not applied) as well as the
+// state, so the pipelined applier never gives a GPU twice; an allocation
+// both in flight and already in the state counts once.
+func TestEvaluatePlanOverlay(t *testing.T) {
+	f := newPlanFixture(t, nil)
+	inflight := f.alloc(100, 100, f.gpus[0])
+	overlay := map[string][]*structs.Allocation{f.node.ID: {inflight}}
+	snap, _ := f.store.Snapshot()
+
+	same := &structs.Plan{EvalID: "e2"}
+	same.AppendAlloc(f.alloc(100, 100, f.gpus[0]))
+	res, err := evaluatePlanOverlay(snap, same, overlay, nopLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RejectedNodes) != 1 || len(res.NodeAllocation) != 0 {
+		t.Fatalf("GPU %s of a plan in flight given again: rejected %v, placed %v", f.gpus[0], res.RejectedNodes, res.NodeAllocation)
+	}
+	// Without the overlay the same plan fits: the state does not hold the
+	// plan in flight yet.
+	if res, err := evaluatePlan(snap, same, nopLog{}); err != nil || len(res.RejectedNodes) != 0 {
+		t.Fatalf("without overlay: rejected %v, err %v", res.RejectedNodes, err)
+	}
+
+	other := &structs.Plan{EvalID: "e3"}
+	other.AppendAlloc(f.alloc(100, 100, f.gpus[1]))
+	if res, err := evaluatePlanOverlay(snap, other, overlay, nopLog{}); err != nil || len(res.RejectedNodes) != 0 || len(res.NodeAllocation[f.node.ID]) != 1 {
+		t.Fatalf("free GPU %s: rejected %v placed %v err %v", f.gpus[1], res.RejectedNodes, res.NodeAllocation, err)
+	}
+
+	// Once applied, the in-flight allocation is in the state too: counted
+	// once, the other GPU still fits.
+	f.existing(t, inflight)
+	snap, _ = f.store.Snapshot()
+	if res, err := evaluatePlanOverlay(snap, other, overlay, nopLog{}); err != nil || len(res.RejectedNodes) != 0 {
+		t.Fatalf("allocation in state and overlay counted twice: rejected %v err %v", res.RejectedNodes, err)
+	}
+}

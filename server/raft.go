@@ -185,12 +185,32 @@ func openRaftStore(path string) (store *raftboltdb.BoltStore, err error) {
 // entry was not appended), and one wrapping structs.ErrOutcomeUnknown when
 // leadership was lost after the entry was appended (it may yet commit).
 func (s *Server) raftApply(t structs.MessageType, msg interface{}) (interface{}, uint64, error) {
-	buf, err := structs.Encode(t, msg)
+	wait, err := s.raftApplyAsync(t, msg)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer s.serverMetrics().observeApply(t, time.Now())
+	return wait()
+}
+
+// raftApplyAsync encodes msg and hands it to Raft without waiting for the
+// commit; the returned function waits and answers as raftApply does.
+// Entries handed over by one goroutine are appended in that order, and
+// Raft writes those queued together in one disk write.
+func (s *Server) raftApplyAsync(t structs.MessageType, msg interface{}) (func() (interface{}, uint64, error), error) {
+	buf, err := structs.Encode(t, msg)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
 	f := s.raft.Apply(buf, raftApplyTimeout)
+	return func() (interface{}, uint64, error) {
+		defer s.serverMetrics().observeApply(t, start)
+		return raftApplyResult(t, f)
+	}, nil
+}
+
+// raftApplyResult waits for f and maps its outcome (see raftApply).
+func raftApplyResult(t structs.MessageType, f raft.ApplyFuture) (interface{}, uint64, error) {
 	if err := f.Error(); err != nil {
 		if errors.Is(err, raft.ErrLeadershipLost) {
 			// The entry was appended but leadership was lost before it

@@ -276,6 +276,11 @@ type Server struct {
 	// halted); the agent stops on it (FatalCh).
 	fatalCh chan error
 
+	// endpointNamesMu serializes the registrations of jobs that declare
+	// endpoints, so two of them cannot both pass the name check
+	// (job_endpoint_names.go).
+	endpointNamesMu sync.Mutex
+
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc
 	shutdownOnce   sync.Once

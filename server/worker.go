@@ -252,3 +252,8 @@ func (a *schedState) LatestIndex() (uint64, error) { return a.snap.LatestIndex()
 func (a *schedState) LatestDeploymentByJobID(jobID string) (*structs.Deployment, error) {
 	return a.snap.LatestDeploymentByJobID(nil, jobID)
 }
+
+// Endpoint aliases.
+func (a *schedState) EndpointAliasesByEndpoint(ns, endpoint string) ([]*structs.EndpointAlias, error) {
+	return a.snap.EndpointAliasesByEndpoint(nil, ns, endpoint)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"unsafe"
 
 	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/go-memdb"
@@ -16,6 +17,15 @@ import (
 // further behind than that gets ErrEventsTruncated and must re-read the
 // state with a query before streaming again.
 const DefaultEventBufferSize = 4096
+
+// DefaultEventBufferBytes bounds the memory an EventBuffer holds as well
+// (estimated by eventBytes, with what the events keep alive: an
+// allocation's event keeps that version of it): 32 MiB. Batches are
+// dropped, oldest first, until both bounds hold; the newest batch is
+// always kept. At 100,000 allocations reported running and then complete,
+// a count bound alone held every version of each (about half the
+// server's heap).
+const DefaultEventBufferBytes = 32 << 20
 
 // ErrEventsTruncated is returned (wrapped, with the oldest index still
 // held) when a subscription asks for events that the buffer no longer
@@ -37,6 +47,10 @@ type EventBuffer struct {
 	ring []*structs.EventBatch // ring[(head+i)%len(ring)], i < n, in Index order
 	head int
 	n    int
+	// sizes[i] is ring[i]'s estimated size (batchBytes); bytes is their
+	// sum over the batches held, bounded by maxBytes.
+	sizes           []int64
+	bytes, maxBytes int64
 	// latest is the highest index published or restored.
 	latest uint64
 	// truncated is the highest index whose events may be missing: every
@@ -47,12 +61,88 @@ type EventBuffer struct {
 }
 
 // NewEventBuffer returns an empty buffer that keeps the newest size
-// batches; size zero or less means DefaultEventBufferSize.
+// batches, within DefaultEventBufferBytes; size zero or less means
+// DefaultEventBufferSize.
 func NewEventBuffer(size int) *EventBuffer {
+	return NewEventBufferBytes(size, 0)
+}
+
+// NewEventBufferBytes is NewEventBuffer with a bound on the estimated bytes
+// held (eventBytes); zero or less means DefaultEventBufferBytes.
+func NewEventBufferBytes(size int, maxBytes int64) *EventBuffer {
 	if size <= 0 {
 		size = DefaultEventBufferSize
 	}
-	return &EventBuffer{ring: make([]*structs.EventBatch, size), notify: make(chan struct{})}
+	if maxBytes <= 0 {
+		maxBytes = DefaultEventBufferBytes
+	}
+	return &EventBuffer{ring: make([]*structs.EventBatch, size), sizes: make([]int64, size), maxBytes: maxBytes, notify: make(chan struct{})}
+}
+
+// batchBytes estimates the memory a batch keeps alive.
+func batchBytes(b *structs.EventBatch) int64 {
+	n := int64(unsafe.Sizeof(*b)) + 8*int64(cap(b.Events))
+	for _, e := range b.Events {
+		n += eventBytes(e)
+	}
+	return n
+}
+
+// eventBytes estimates the memory one event keeps alive: the event, and
+// the payload version it points at (a node's stub is its own; a job,
+// evaluation or allocation is the stored version, kept alive by the event
+// once the state has a newer one). The estimate counts struct sizes and
+// the variable parts that grow (task states and their events, device
+// IDs, strings of the key); it need not be exact, only proportional.
+func eventBytes(e *structs.Event) int64 {
+	if e == nil {
+		return 0
+	}
+	n := int64(unsafe.Sizeof(*e)) + int64(len(e.Key))
+	for _, k := range e.FilterKeys {
+		n += 16 + int64(len(k))
+	}
+	p := e.Payload
+	switch {
+	case p.Allocation != nil:
+		a := p.Allocation
+		n += int64(unsafe.Sizeof(*a)) + 512 // IDs, names, resources
+		if r := a.AllocatedResources; r != nil {
+			for _, t := range r.Tasks {
+				if t == nil {
+					continue
+				}
+				n += int64(unsafe.Sizeof(*t))
+				for _, d := range t.Devices {
+					if d != nil {
+						n += 64 + 48*int64(len(d.DeviceIDs))
+					}
+				}
+			}
+		}
+		for _, ts := range a.TaskStates {
+			if ts == nil {
+				continue
+			}
+			n += int64(unsafe.Sizeof(*ts)) + 64
+			for _, ev := range ts.Events {
+				if ev != nil {
+					n += int64(unsafe.Sizeof(*ev)) + 64*int64(len(ev.Details)) + int64(len(ev.Message)+len(ev.DisplayMessage))
+				}
+			}
+		}
+	case p.Job != nil:
+		n += int64(unsafe.Sizeof(*p.Job)) + 2048*int64(len(p.Job.TaskGroups))
+	case p.Node != nil:
+		n += int64(unsafe.Sizeof(*p.Node)) + 512
+	case p.Evaluation != nil:
+		n += int64(unsafe.Sizeof(*p.Evaluation)) + 256
+	case p.Service != nil:
+		n += int64(unsafe.Sizeof(*p.Service)) + 256
+	case p.Deployment != nil:
+		n += int64(unsafe.Sizeof(*p.Deployment)) + 512*int64(len(p.Deployment.TaskGroups))
+	}
+	return n
 }
 
 // publish appends a batch. Batches must come in increasing Index order; an
@@ -64,15 +154,19 @@ func (b *EventBuffer) publish(batch *structs.EventBatch) error {
 	if batch.Index <= b.latest {
 		return fmt.Errorf("state: event batch at index %d is not after the latest %d", batch.Index, b.latest)
 	}
-	if b.n == len(b.ring) {
+	size := batchBytes(batch)
+	for b.n > 0 && (b.n == len(b.ring) || b.bytes+size > b.maxBytes) {
 		dropped := b.ring[b.head]
 		b.ring[b.head] = nil
+		b.bytes -= b.sizes[b.head]
 		b.head = (b.head + 1) % len(b.ring)
 		b.n--
 		b.truncated = dropped.Index
 	}
-	b.ring[(b.head+b.n)%len(b.ring)] = batch
+	slot := (b.head + b.n) % len(b.ring)
+	b.ring[slot], b.sizes[slot] = batch, size
 	b.n++
+	b.bytes += size
 	b.latest = batch.Index
 	close(b.notify)
 	b.notify = make(chan struct{})
@@ -240,12 +334,11 @@ func eventFromChange(c *memdb.Change, index uint64) *structs.Event {
 		return &structs.Event{Topic: structs.TopicJob, Type: pick(deleted, structs.EventJobDeregistered, structs.EventJobRegistered),
 			Key: o.ID, Index: index, Payload: structs.EventPayload{Job: o}}
 	case *structs.Allocation:
-		// A shallow copy without the job: the stored allocation is never
-		// mutated, so sharing its other fields is safe.
-		a := *o
-		a.Job = nil
+		// The stored version itself, never mutated: a copy (one per
+		// event, hundreds of bytes) held as much again as the allocations.
+		// Its Job is not rendered in events (convert.EventBatchRead).
 		return &structs.Event{Topic: structs.TopicAllocation, Type: pick(deleted, structs.EventAllocationDeleted, structs.EventAllocationUpdated),
-			Key: o.ID, FilterKeys: []string{o.JobID, o.NodeID}, Index: index, Payload: structs.EventPayload{Allocation: &a}}
+			Key: o.ID, FilterKeys: []string{o.JobID, o.NodeID}, Index: index, Payload: structs.EventPayload{Allocation: o}}
 	case *structs.Node:
 		return &structs.Event{Topic: structs.TopicNode, Type: pick(deleted, structs.EventNodeDeleted, structs.EventNodeUpdated),
 			Key: o.ID, Index: index, Payload: structs.EventPayload{Node: o.Stub()}}

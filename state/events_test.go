@@ -112,8 +112,12 @@ func TestEventsPayloadAndTypes(t *testing.T) {
 	for range 4 {
 		for _, e := range nextBatch(t, sub).Events {
 			topics = append(topics, e.Topic+"/"+e.Type)
-			if e.Topic == structs.TopicAllocation && e.Payload.Allocation.Job != nil {
-				t.Errorf("allocation event carries its job")
+			if e.Topic == structs.TopicAllocation && e.Type == structs.EventAllocationUpdated {
+				// The event holds the stored version itself, not a copy
+				// (its job is left out when rendered: convert.EventBatchRead).
+				if stored, _ := s.AllocByID(nil, e.Key); stored != nil && stored.ModifyIndex == e.Index && stored != e.Payload.Allocation {
+					t.Errorf("allocation event holds a copy of the stored allocation")
+				}
 			}
 			if e.Topic == structs.TopicNode && e.Payload.Node.SecretID != "" {
 				t.Errorf("node event carries the node secret")
@@ -232,5 +236,52 @@ func TestWritesPublishEvents(t *testing.T) {
 		if strings.Count(string(src), "s.writeTxn()") != strings.Count(string(src), "s.commitTxn(") {
 			t.Errorf("%s: writeTxn and commitTxn calls do not pair up", f)
 		}
+	}
+}
+
+// TestEventBufferByteBound: the buffer holds no more than its byte bound
+// of estimated event memory (dropping the oldest batches, which then read
+// as truncated), always keeps the newest batch, and its count of held
+// bytes returns to the sum of what it holds.
+func TestEventBufferByteBound(t *testing.T) {
+	alloc := func(i int) *structs.EventBatch {
+		a := &structs.Allocation{ID: fmt.Sprintf("a-%05d", i), TaskStates: map[string]*structs.TaskState{"t": {State: "dead",
+			Events: []*structs.TaskEvent{{Type: "Started"}, {Type: "Terminated", Details: map[string]string{"exit_code": "0"}}}}}}
+		return &structs.EventBatch{Index: uint64(i), Events: []*structs.Event{{Topic: structs.TopicAllocation, Type: structs.EventAllocationUpdated,
+			Key: a.ID, Index: uint64(i), Payload: structs.EventPayload{Allocation: a}}}}
+	}
+	one := batchBytes(alloc(1))
+	if one < 500 {
+		t.Fatalf("an allocation event is estimated at %d bytes: too small to bound anything", one)
+	}
+	b := NewEventBufferBytes(1000, 10*one)
+	for i := 1; i <= 100; i++ {
+		must(t, b.publish(alloc(i)))
+		var sum int64
+		for k := 0; k < b.n; k++ {
+			sum += batchBytes(b.ring[(b.head+k)%len(b.ring)])
+		}
+		if b.bytes != sum || b.bytes > b.maxBytes {
+			t.Fatalf("after %d batches: held %d bytes (counted %d), bound %d", i, sum, b.bytes, b.maxBytes)
+		}
+	}
+	if b.n != 10 {
+		t.Fatalf("holds %d batches of %d bytes under a bound of 10 of them", b.n, one)
+	}
+	if _, err := b.Subscribe(50, nil).Next(context.Background()); !errors.Is(err, ErrEventsTruncated) {
+		t.Fatalf("next from a batch dropped for bytes: %v, want ErrEventsTruncated", err)
+	}
+	sub := b.Subscribe(90, nil)
+	if got := nextBatch(t, sub); got.Index != 91 {
+		t.Fatalf("first held batch %d, want 91", got.Index)
+	}
+	// A batch bigger than the whole bound replaces everything but is kept.
+	big := &structs.EventBatch{Index: 101}
+	for i := 0; i < 20; i++ {
+		big.Events = append(big.Events, alloc(1000 + i).Events[0])
+	}
+	must(t, b.publish(big))
+	if b.n != 1 || b.ring[b.head] != big {
+		t.Fatalf("holds %d batches after one over the bound, want just it", b.n)
 	}
 }

@@ -36,6 +36,8 @@ var indexedTables = []string{TableJobs, TableNodes, TableAllocs, TableEvals, Tab
 	TableJobVersions, TableDeployments,
 	// Periodic jobs.
 	TablePeriodicLaunch,
+	// Endpoint aliases.
+	TableEndpointAliases,
 	// Node pools.
 	TableNodePools,
 	// Provisioning.
@@ -67,6 +69,8 @@ var schemaFns = []func() *memdb.TableSchema{
 	deploymentsTableSchema,
 	// Periodic jobs.
 	periodicLaunchTableSchema,
+	// Endpoint aliases.
+	endpointAliasesTableSchema,
 	// Node pools.
 	nodePoolsTableSchema,
 	// Provisioning.

@@ -19,7 +19,8 @@ import (
 //     when unset, DesiredStatus run and ClientStatus pending when empty; an
 //     existing one keeps its CreateIndex, CreateTime and client fields
 //     (ClientStatus, ClientDescription, TaskStates). A placement without a
-//     Job gets the stored job.
+//     Job gets req.Job (the stored version of it when that version, same
+//     JobModifyIndex, is stored), or else the stored job.
 //   - req.Evals are upserted as by UpsertEvals.
 //
 // The statuses of the touched jobs are recomputed. Errors wrap
@@ -50,10 +51,10 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		if existing == nil {
 			continue
 		}
-		a, err := safeCopy("allocation", stop.ID, existing.Copy)
-		if err != nil {
-			return err
-		}
+		// A shallow copy: only top-level fields change, and the stored
+		// version's parts (resources, task states) are never mutated, so
+		// the new version shares them instead of copying each.
+		a := existing.ShallowCopy()
 		a.DesiredStatus = stop.DesiredStatus
 		if a.DesiredStatus == "" || a.DesiredStatus == structs.AllocDesiredStatusRun {
 			a.DesiredStatus = structs.AllocDesiredStatusStop
@@ -68,6 +69,20 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		}
 		jobs[a.JobID] = struct{}{}
 		touched = true
+	}
+	// The plan's job, decoded from the entry, is a copy of a stored job
+	// version: when that version is stored (same registration), every
+	// placement points at the stored one, so a job's allocations share one
+	// *Job per version instead of one per plan.
+	planJob := req.Job
+	if planJob != nil {
+		v, err := jobVersionTxn(txn, nil, planJob.ID, planJob.Version)
+		if err != nil {
+			return err
+		}
+		if v != nil && v.Namespace == planJob.Namespace && v.JobModifyIndex == planJob.JobModifyIndex {
+			planJob = v
+		}
 	}
 	for _, place := range req.AllocsPlaced {
 		if place == nil || place.ID == "" {
@@ -90,6 +105,8 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			a.ClientStatus = existing.ClientStatus
 			a.ClientDescription = existing.ClientDescription
 			a.TaskStates = existing.TaskStates // stored objects are immutable: sharing is safe
+			// The endpoint router's view is the client's (issue 14).
+			a.EndpointMember = existing.EndpointMember.Copy()
 			if existing.DeploymentID == a.DeploymentID && existing.DeploymentStatus != nil {
 				// The health the client reported since the scheduler's
 				// snapshot stands.
@@ -110,8 +127,8 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		if a.ClientStatus == "" {
 			a.ClientStatus = structs.AllocClientStatusPending
 		}
-		if a.Job == nil && req.Job != nil && req.Job.ID == a.JobID {
-			a.Job = req.Job
+		if a.Job == nil && planJob != nil && planJob.ID == a.JobID {
+			a.Job = planJob
 		}
 		if a.Job == nil && a.JobID != "" {
 			job, err := jobByIDTxn(txn, nil, a.JobID)
@@ -154,7 +171,8 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 // ClientDescription and TaskStates (copied) from it, and Outputs and
 // LogArchive when the update has them (kept otherwise; only digests with
 // artifact metadata are recorded, and each gains the allocation as an
-// AllocRefs entry in the same transaction), with ModifyIndex =
+// AllocRefs entry in the same transaction), EndpointMember when the update
+// has one (kept otherwise), with ModifyIndex =
 // index and ModifyTime = updatedAt (Unix nanoseconds). AllocModifyIndex, the
 // server-side change index, is kept. Unknown allocation IDs are skipped.
 // The statuses of the touched jobs are recomputed. Errors wrap
@@ -188,13 +206,22 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		if err != nil {
 			return err
 		}
-		a, err := safeCopy("allocation", upd.ID, existing.Copy)
-		if err != nil {
-			return err
-		}
+		// A shallow copy, as for a stop: each field taken from the update
+		// is replaced, never changed in place, so the parts the client does
+		// not report (resources, job, metrics) are shared with the stored
+		// version, not copied at every status update.
+		a := existing.ShallowCopy()
 		a.ClientStatus = upd.ClientStatus
 		a.ClientDescription = upd.ClientDescription
 		a.TaskStates = states
+		// The endpoint router's view of the member (issue 14): an update
+		// without one (sent before the router saw the member) keeps it.
+		if upd.EndpointMember != nil {
+			if err := upd.EndpointMember.CheckWellFormed(); err != nil {
+				return err
+			}
+			a.EndpointMember = upd.EndpointMember.Copy()
+		}
 		if takeClientHealth(existing, upd) {
 			// The client's health verdict is taken once, for an
 			// allocation of a deployment that has none yet.

@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/gpulayer/gpulayer/state/statetest"
@@ -223,5 +224,83 @@ func TestAllocReads(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAllocVersionsShareParts: a client update and a stop make a new
+// version that shares the parts they do not change (resources, job) with
+// the stored one instead of copying them, and leaves the stored version
+// exactly as it was (state objects are immutable after insert: readers of
+// an older snapshot, and the event stream, still hold it).
+func TestAllocVersionsShareParts(t *testing.T) {
+	s := testStore(t)
+	job := statetest.BatchJob(1)
+	node := statetest.Node(2)
+	must(t, s.UpsertJob(1, job))
+	first := statetest.Alloc(job, node)
+	must(t, s.UpsertPlanResults(2, &structs.ApplyPlanResultsRequest{AllocsPlaced: []*structs.Allocation{first}}))
+	placed := mustAlloc(t, s, first.ID)
+	before := placed.Copy()
+
+	must(t, s.UpdateAllocsFromClient(3, []*structs.Allocation{{ID: placed.ID, ClientStatus: structs.AllocClientStatusRunning,
+		TaskStates: map[string]*structs.TaskState{"server": {State: structs.TaskStateRunning}}}}, 10))
+	running := mustAlloc(t, s, placed.ID)
+	must(t, s.UpsertPlanResults(4, &structs.ApplyPlanResultsRequest{AllocsStopped: []*structs.Allocation{{ID: placed.ID, DesiredDescription: "drained"}}}))
+	stopped := mustAlloc(t, s, placed.ID)
+
+	if running == placed || stopped == running {
+		t.Fatal("an update changed the stored version in place")
+	}
+	if running.AllocatedResources != placed.AllocatedResources || stopped.AllocatedResources != placed.AllocatedResources || stopped.Job != placed.Job {
+		t.Fatal("a new version copies the resources or job it does not change")
+	}
+	if stopped.TaskStates["server"] != running.TaskStates["server"] || stopped.DesiredStatus != structs.AllocDesiredStatusStop || stopped.ClientStatus != structs.AllocClientStatusRunning {
+		t.Fatalf("stop version = desired %s client %s", stopped.DesiredStatus, stopped.ClientStatus)
+	}
+	if !reflect.DeepEqual(placed, before) {
+		t.Fatalf("the placed version changed after later versions:\n%+v\nwant\n%+v", placed, before)
+	}
+	if running.ClientStatus != structs.AllocClientStatusRunning || running.ModifyIndex != 3 || placed.ModifyIndex != 2 || len(placed.TaskStates) != 0 {
+		t.Fatalf("versions: placed %d %q, running %d %q", placed.ModifyIndex, placed.ClientStatus, running.ModifyIndex, running.ClientStatus)
+	}
+}
+
+// TestPlacementsShareStoredJobVersion: placements of several plans carrying
+// a decoded copy of the same job version (as every Raft entry does) all
+// point at the stored version; a plan's job of another registration (a
+// different JobModifyIndex) is kept as it came. The stored job is never
+// mutated by either.
+func TestPlacementsShareStoredJobVersion(t *testing.T) {
+	s := testStore(t)
+	job := statetest.BatchJob(1)
+	node := statetest.Node(4)
+	must(t, s.UpsertJob(1, job))
+	stored := mustJob(t, s, job.ID)
+	before := stored.Copy()
+	var ids []string
+	for i, index := range []uint64{2, 3} {
+		a := statetest.Alloc(job, node)
+		a.Job = nil
+		a.Name = structs.AllocName(job.ID, "web", i)
+		ids = append(ids, a.ID)
+		must(t, s.UpsertPlanResults(index, &structs.ApplyPlanResultsRequest{Job: stored.Copy(), AllocsPlaced: []*structs.Allocation{a}}))
+	}
+	v, err := s.JobVersionsByID(nil, job.ID)
+	must(t, err)
+	for _, id := range ids {
+		if got := mustAlloc(t, s, id).Job; got != v[0] {
+			t.Fatalf("allocation %s holds its own copy of the job version, not the stored one", id)
+		}
+	}
+	other := stored.Copy()
+	other.JobModifyIndex++
+	a := statetest.Alloc(job, node)
+	a.Job = nil
+	must(t, s.UpsertPlanResults(4, &structs.ApplyPlanResultsRequest{Job: other, AllocsPlaced: []*structs.Allocation{a}}))
+	if got := mustAlloc(t, s, a.ID).Job; got == v[0] || got.JobModifyIndex != other.JobModifyIndex {
+		t.Fatal("a plan's job of another registration was replaced by the stored version")
+	}
+	if after := mustJob(t, s, job.ID); after.JobModifyIndex != before.JobModifyIndex || after.Version != before.Version {
+		t.Fatalf("stored job changed: %+v", after)
 	}
 }

@@ -8,12 +8,36 @@ import (
 )
 
 // AllocsByEval returns the allocations whose EvalID is evalID, sorted by
-// ID. The garbage collector uses it to tell whether an evaluation can go.
+// ID. It reads the evaluation's job's allocations (an evaluation places
+// only its job's), or every allocation once the evaluation is gone: the
+// allocations table keeps no index on EvalID, which cost memory and a
+// write at every allocation update for this rare read.
 func (s *StateStore) AllocsByEval(ws memdb.WatchSet, evalID string) ([]*structs.Allocation, error) {
 	if evalID == "" {
 		return nil, nil
 	}
-	return s.allocsBy(ws, "eval", evalID)
+	txn := s.db.Txn(false)
+	defer txn.Abort()
+	ev, err := evalByIDTxn(txn, ws, evalID)
+	if err != nil {
+		return nil, err
+	}
+	var all []*structs.Allocation
+	if ev != nil && ev.JobID != "" {
+		all, err = allocsByJobTxn(txn, ws, ev.JobID)
+	} else {
+		all, err = getAll[structs.Allocation](txn, ws, TableAllocs, "id")
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, a := range all {
+		if a.EvalID == evalID {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }
 
 // PurgeGC applies a garbage-collection purge at Raft index index in one

@@ -52,7 +52,9 @@ func (s *StateStore) Hash() (string, error) {
 	}
 	// Tables with a compound primary key are listed through its prefix
 	// index (same order).
-	for _, table := range []string{TableJobVersions} {
+	for _, table := range []string{TableJobVersions,
+		// Endpoint aliases.
+		TableEndpointAliases} {
 		it, err := txn.Get(table, "id_prefix")
 		if err != nil {
 			return "", fmt.Errorf("state: hash %s: %w", table, err)

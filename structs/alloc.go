@@ -224,6 +224,18 @@ func (r *AllocatedTaskResources) deviceIDs(typ string) []string {
 	return ids
 }
 
+// ShallowCopy returns a copy that shares every pointer, map and slice with
+// a. It is for a new version of an allocation stored in the state, whose
+// versions are never mutated: the caller may replace fields of the copy,
+// never change what they point at.
+func (a *Allocation) ShallowCopy() *Allocation {
+	if a == nil {
+		return nil
+	}
+	n := *a
+	return &n
+}
+
 // Copy returns a deep copy. The Job pointer is shared: jobs are immutable.
 func (a *Allocation) Copy() *Allocation {
 	if a == nil {
@@ -250,6 +262,7 @@ func (a *Allocation) Copy() *Allocation {
 	n.Gang = a.Gang.Copy()
 	n.Outputs = copyArtifactRefs(a.Outputs)
 	n.DeploymentStatus = a.DeploymentStatus.Copy()
+	n.EndpointMember = a.EndpointMember.Copy()
 	if a.TaskStates != nil {
 		n.TaskStates = make(map[string]*TaskState, len(a.TaskStates))
 		for k, ts := range a.TaskStates {

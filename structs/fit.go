@@ -85,7 +85,10 @@ func (tr *AllocatedTaskResources) sharedMiB() int64 {
 //     shares whose sum is within the group's memory; never both;
 //   - every host port (AllocatedResources.Shared.Ports) is given to one
 //     allocation at most once, and a new allocation's ports are 1-65535
-//     and not reserved on the node (Node.ReservedPorts).
+//     and not reserved on the node (Node.ReservedPorts);
+//   - an endpoint's router port (Shared.Endpoint) is shared by the members
+//     of that one endpoint (EndpointOwner) only: no task port and no other
+//     endpoint holds it, and a new one is 1-65535 and not reserved.
 //
 // reason explains the first problem found.
 func AllocsFit(n *Node, allocs []*Allocation) (ok bool, reason string) {
@@ -119,7 +122,7 @@ func AllocsFit(n *Node, allocs []*Allocation) (ok bool, reason string) {
 	whole := map[string]string{}
 	shared := map[string]int64{}
 	sharer := map[string]string{}
-	ports := map[int]string{}
+	ports := map[int]portHolder{}
 	reserved := map[int]bool{}
 	for _, p := range n.ReservedPorts() {
 		reserved[p] = true
@@ -134,9 +137,17 @@ func AllocsFit(n *Node, allocs []*Allocation) (ok bool, reason string) {
 					return false, fmt.Sprintf("port %q: host port %d is reserved on the node", pm.Label, pm.Value)
 				}
 				if prev, dup := ports[pm.Value]; dup {
-					return false, fmt.Sprintf("port %d: given to both alloc %s and alloc %s", pm.Value, ShortID(prev), ShortID(a.ID))
+					if prev.owner != "" {
+						return false, fmt.Sprintf("port %d: endpoint %q of alloc %s collides with a port of alloc %s", pm.Value, prev.name, ShortID(prev.alloc), ShortID(a.ID))
+					}
+					return false, fmt.Sprintf("port %d: given to both alloc %s and alloc %s", pm.Value, ShortID(prev.alloc), ShortID(a.ID))
 				}
-				ports[pm.Value] = a.ID
+				ports[pm.Value] = portHolder{alloc: a.ID}
+			}
+			if sh.Endpoint != nil {
+				if why := claimEndpointPort(ports, reserved, a, sh.Endpoint); why != "" {
+					return false, why
+				}
 			}
 		}
 		tasks := make([]string, 0, len(a.AllocatedResources.Tasks))

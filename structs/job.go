@@ -385,6 +385,7 @@ func (j *Job) Validate() error {
 	}
 	p = append(p, j.fieldProblems()...)
 	p = append(p, j.childrenProblems()...)
+	p = append(p, j.endpointProblems()...)
 	if len(j.TaskGroups) == 0 {
 		add("group: a job needs at least one task group")
 	}
@@ -681,6 +682,7 @@ func (tg *TaskGroup) Copy() *TaskGroup {
 	n.Networks = copyNetworks(tg.Networks)
 	n.Services = copyServices(tg.Services)
 	n.Update = tg.Update.Copy()
+	n.Endpoint = tg.Endpoint.Copy()
 	if tg.Tasks != nil {
 		n.Tasks = make([]*Task, len(tg.Tasks))
 		for i, t := range tg.Tasks {

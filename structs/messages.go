@@ -43,11 +43,13 @@ const (
 	DeploymentStatusUpdateRequestType MessageType = 23
 	DeploymentPromoteRequestType      MessageType = 24
 	DeploymentAllocHealthRequestType  MessageType = 25
-	// Periodic and parameterized jobs (structs/job_children.go); 21 is
-	// kept for them.
+	// Periodic and parameterized jobs (structs/job_children.go).
 	PeriodicLaunchRequestType     MessageType = 18
 	JobDispatchRequestType        MessageType = 19
 	JobChildrenReleaseRequestType MessageType = 20
+	// Endpoint aliases (structs/endpoint_alias.go): 21 and 26.
+	EndpointAliasPromoteRequestType MessageType = 21
+	EndpointAliasDeleteRequestType  MessageType = 26
 	// Node pools (structs/node_pool.go): 27 and 31.
 	NodePoolUpsertRequestType MessageType = 27
 	NodePoolDeleteRequestType MessageType = 31
@@ -124,6 +126,11 @@ func (t MessageType) String() string {
 		return "JobDispatch"
 	case JobChildrenReleaseRequestType:
 		return "JobChildrenRelease"
+	// Endpoint aliases.
+	case EndpointAliasPromoteRequestType:
+		return "EndpointAliasPromote"
+	case EndpointAliasDeleteRequestType:
+		return "EndpointAliasDelete"
 	// Node pools.
 	case NodePoolUpsertRequestType:
 		return "NodePoolUpsert"

@@ -90,6 +90,10 @@ type Port struct {
 // rather than one task: its host ports.
 type AllocatedSharedResources struct {
 	Ports []AllocatedPortMapping `json:",omitempty"`
+	// Endpoint is the router port of the group's endpoint on the node
+	// (structs/endpoint_alloc.go): every member of one endpoint carries
+	// the same one and shares it; nil for groups without an endpoint.
+	Endpoint *AllocatedEndpoint `json:",omitempty"`
 }
 
 // AllocatedPortMapping is one port the plan gave an allocation: host port
@@ -283,7 +287,7 @@ func (s *AllocatedSharedResources) Copy() *AllocatedSharedResources {
 	if s == nil {
 		return nil
 	}
-	return &AllocatedSharedResources{Ports: slices.Clone(s.Ports)}
+	return &AllocatedSharedResources{Ports: slices.Clone(s.Ports), Endpoint: s.Endpoint.Copy()}
 }
 
 // Port returns the mapping of label, or false.

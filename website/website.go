@@ -25,6 +25,8 @@ var staticFS embed.FS
 // templates/layout.html and templates/partials.html (blocks several pages
 // share) and defines the blocks "title" and "main".
 var Pages = []string{"jobs", "job", "alloc", "nodes", "node", "servers", "run", "error",
+	// Endpoint aliases and the fleet view.
+	"endpoints",
 	// Provisioning.
 	"pools"}
 

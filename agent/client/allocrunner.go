@@ -59,6 +59,16 @@ type allocRunner struct {
 	// max_run_duration), for its deadlines (deadline.go).
 	priorStart int64
 
+	// Endpoint members (endpoints.go): the identity computed for the
+	// tasks' start epIdentityStart, and the router's status, sent with
+	// every update. goneErr is set when the proof that the stopped
+	// member's processes are gone failed (proveTasksGone).
+	epIdentity      *structs.EndpointIdentity
+	epIdentityErr   error
+	epIdentityStart int64
+	endpointMember  *structs.EndpointMemberStatus
+	goneErr         string
+
 	done chan struct{}
 }
 
@@ -171,6 +181,11 @@ func (ar *allocRunner) run() {
 	ar.mu.Unlock()
 	for _, tr := range ar.tasks {
 		<-tr.done
+	}
+	if tg.Endpoint != nil {
+		// An endpoint member is reported stopped only once every process
+		// of it is proven gone.
+		ar.proveTasksGone(memberGoneTimeout)
 	}
 	if svc != nil {
 		ar.mu.Lock()
@@ -312,6 +327,8 @@ func (ar *allocRunner) recompute() {
 	switch {
 	case dead == len(ar.taskStates) && !ar.collected:
 		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusRunning, "Tasks have ended; uploading outputs and logs"
+	case dead == len(ar.taskStates) && ar.goneErr != "":
+		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusFailed, "Member processes outlived the stop: "+ar.goneErr
 	case dead == len(ar.taskStates) && len(atDeadline) > 0:
 		sort.Strings(atDeadline)
 		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusFailed, deadlineDescription(atDeadline)
@@ -343,6 +360,7 @@ func (ar *allocRunner) changed() {
 		Outputs:           ar.outputs,
 		LogArchive:        ar.logArchive,
 		DeploymentStatus:  ar.deployHealth.Copy(),
+		EndpointMember:    ar.endpointMember.Copy(),
 	}
 	ar.mu.Unlock()
 	ar.c.sync.enqueue(up)
@@ -376,8 +394,12 @@ func (ar *allocRunner) stop() {
 	svc, quiet := ar.services, ar.quiet
 	ar.mu.Unlock()
 	ar.logger.Info("stopping allocation")
-	// Instances are deregistered before their tasks are killed, so no
-	// one is sent to an instance that is going away.
+	// An endpoint member leaves its router's rotation (first: that asks
+	// no server), and instances are deregistered, before their tasks are
+	// killed, so no one is sent to an instance that is going away.
+	if ar.c.endpoints != nil && ar.isEndpointMember() {
+		ar.c.endpoints.leave(ar)
+	}
 	if svc != nil {
 		svc.stop(quiet)
 	}

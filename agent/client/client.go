@@ -51,6 +51,8 @@ type Client struct {
 	starts map[string]int64
 	// tel is the GPU telemetry (telemetry.go).
 	tel telemetry
+	// endpoints runs the routers of this node's endpoints (endpoints.go).
+	endpoints *endpointManager
 
 	// regMu serialises registrations, so the last one sent carries the
 	// newest node.
@@ -133,7 +135,9 @@ func NewClient(cfg *Config) (*Client, error) {
 		c.state.close()
 		return nil, err
 	}
-	c.wg.Add(4)
+	c.endpoints = newEndpointManager(c, c0.newEndpointRouter())
+	c.wg.Add(5)
+	go func() { defer c.wg.Done(); c.endpoints.run(c.ctx) }()
 	go func() { defer c.wg.Done(); c.heartbeatLoop() }()
 	go func() { defer c.wg.Done(); c.watchAllocs() }()
 	go func() { defer c.wg.Done(); c.sync.run(c.ctx) }()

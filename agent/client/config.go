@@ -110,6 +110,14 @@ type Config struct {
 	// default devices.DefaultHealthInterval (30 s).
 	DeviceHealthInterval time.Duration
 
+	// EndpointVerifyInterval is how often an endpoint router re-checks
+	// each member's models listing (agent/client/endpoint); zero means
+	// endpoint.DefaultVerifyInterval (5 s).
+	EndpointVerifyInterval time.Duration
+	// endpointRouters, when set (tests), makes the endpoint manager's
+	// routers instead of agent/client/endpoint.
+	endpointRouters func(routerConfig) (endpointRouter, error)
+
 	// Artifacts is the artifact store inputs come from and outputs and
 	// log archives go to; nil means Servers when it implements
 	// ArtifactConn, else none (artifact:// inputs and outputs then fail
@@ -151,6 +159,14 @@ type Config struct {
 	// device instance of the node, simulated ones included (fault
 	// injection with devices.SimulatedHealth).
 	health devices.HealthSource
+}
+
+// newEndpointRouter returns the endpoint manager's router factory.
+func (cfg *Config) newEndpointRouter() func(routerConfig) (endpointRouter, error) {
+	if cfg.endpointRouters != nil {
+		return cfg.endpointRouters
+	}
+	return newRouterFactory(cfg)
 }
 
 // networkAddress returns NetworkAddress with its default filled.

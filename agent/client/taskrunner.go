@@ -107,6 +107,10 @@ type taskRunner struct {
 	// stopped the task for it.
 	deadlineState
 	deadlineStop atomic.Bool
+
+	// lastHandle is the handle of the task's latest start (or reattach),
+	// for the proof that it is gone once stopped (endpoints.go).
+	lastHandle atomic.Pointer[driver.TaskHandle]
 }
 
 func newTaskRunner(cfg taskRunnerConfig) *taskRunner {
@@ -361,6 +365,7 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 			tr.logger.Error("record task handle; a client restart will not find this task", "error", err)
 		}
 	}
+	tr.lastHandle.Store(h)
 	defer func() {
 		if err := tr.drv.DestroyTask(cfg.ID); err != nil {
 			tr.logger.Debug("destroy task", "error", err)

@@ -180,6 +180,9 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 		ar.logger.Info("starting allocation", "job", ar.jobName(), "group", ar.alloc.TaskGroup)
 		go ar.run()
 	}
+	if c.endpoints != nil {
+		c.endpoints.wake()
+	}
 	// Starts no runner took belong to allocations that will not run here
 	// again.
 	c.pruneAllocStarts()

@@ -141,6 +141,17 @@ type Signaler interface {
 	SignalTask(taskID, signal string) error
 }
 
+// GoneProver is implemented by drivers that can prove that a task they
+// stopped left nothing running (an endpoint member is reported stopped
+// only after this proof).
+type GoneProver interface {
+	// TaskGone returns nil when nothing of the task behind h runs any
+	// more (native: no process is left in its process group; docker: its
+	// container no longer exists), and an error saying what is left
+	// otherwise or when it cannot tell.
+	TaskGone(h *TaskHandle) error
+}
+
 // ExecOptions describe a command run inside a running task's environment.
 type ExecOptions struct {
 	// Cmd is the command and its arguments; required.
@@ -212,4 +223,13 @@ type TaskStatus struct {
 	StartedAt   time.Time
 	CompletedAt time.Time
 	ExitResult  *ExitResult
+	// ImageID is the docker driver's resolved image ID of the container
+	// ("sha256:<hex>", what the daemon started, whatever tag named it);
+	// empty for other drivers or when the daemon did not say.
+	ImageID string `json:",omitempty"`
+	// Executable is the native driver's resolved path of the command it
+	// started (driver config "command", found the way StartTask finds
+	// it); empty for other drivers or a recovered task whose command
+	// no longer resolves.
+	Executable string `json:",omitempty"`
 }

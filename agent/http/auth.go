@@ -261,6 +261,17 @@ var routeACL = map[string]routeRule{
 	"GET /ui/servers":         {access: accessAgentRead},
 	"GET /ui/run":             {access: accessUI},
 
+	// Endpoint aliases and the fleet view (endpoints_fleet.go, issue 14):
+	// reads need read-job, promotion and demotion submit-job, in
+	// ?namespace= ("*" lists need read-job in "*"; lists are filtered by
+	// read-job too).
+	"GET /v1/endpoints":                 nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"GET /v1/endpoint/{name}":           nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"GET /v1/endpoint/aliases":          nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"PUT /v1/endpoint/alias/{alias}":    nsRule(structs.NamespaceCapabilitySubmitJob, nsQuery),
+	"POST /v1/endpoint/alias/{alias}":   nsRule(structs.NamespaceCapabilitySubmitJob, nsQuery),
+	"DELETE /v1/endpoint/alias/{alias}": nsRule(structs.NamespaceCapabilitySubmitJob, nsQuery),
+	"GET /ui/endpoints":                 {access: accessUI},
 	// Node pools (node_pools.go). Nomad's node_pool read/write map to
 	// node read and operator write; the jobs list is also filtered by
 	// list-jobs per namespace.
@@ -271,6 +282,15 @@ var routeACL = map[string]routeRule{
 	"DELETE /v1/node/pool/{name}":    {access: accessOperatorWrite},
 	"GET /v1/node/pool/{name}/nodes": {access: accessNodeRead},
 	"GET /v1/node/pool/{name}/jobs":  {access: accessNodeRead},
+	// Job validation (issue 14: `gpulayer job validate`); the handler
+	// checks read-job in the body job's namespace too.
+	"PUT /v1/validate/job":  nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+	"POST /v1/validate/job": nsRule(structs.NamespaceCapabilityReadJob, nsQuery),
+
+	// Endpoint routers of a client (issue 14, client_endpoints.go): what
+	// reading the namespace's allocations needs; proxied to the node's
+	// agent with ?node_id=.
+	"GET /v1/client/endpoints": proxiedRule(nsRule(structs.NamespaceCapabilityReadJob, nsQuery)),
 
 	// Provisioning (node_pool_status.go, ui_pools.go): a pool's nodes,
 	// requests, decisions and failed provider calls.

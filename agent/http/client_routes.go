@@ -105,6 +105,8 @@ func (h *handler) clientOnlyRoutes() {
 	h.mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", h.clientOnlyLogs)
 	// Check results of this agent's allocations (services.go).
 	h.checkRoutes()
+	// Endpoint routers of this agent's client (issue 14).
+	h.clientEndpointRoutes()
 	// Signal, restart and exec of this agent's own allocations: the
 	// servers proxy them here (alloc_actions.go onAllocNode).
 	h.mux.HandleFunc("POST /v1/allocation/{id}/signal", h.onLocalAlloc(h.allocSignal))

@@ -55,6 +55,8 @@ func statusFor(err error) int {
 		return http.StatusBadRequest
 	case errors.Is(err, structs.ErrPermissionDenied):
 		return http.StatusForbidden
+	case errors.Is(err, structs.ErrEndpointConflict):
+		return http.StatusConflict
 	case errors.Is(err, structs.ErrOutcomeUnknown):
 		return http.StatusGatewayTimeout
 	case errors.Is(err, structs.ErrNotLeader), errors.Is(err, structs.ErrNoLeader), errors.Is(err, structs.ErrNotReady):

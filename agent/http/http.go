@@ -221,6 +221,8 @@ func (h *handler) routes() {
 	h.checkRoutes()
 	// Node pools (node_pools.go).
 	h.nodePoolRoutes()
+	// Endpoint routers of this agent's client (issue 14).
+	h.clientEndpointRoutes()
 	// Provisioning: a pool's status (node_pool_status.go).
 	h.nodePoolStatusRoutes()
 	h.handle("PUT /v1/jobs", h.jobRegister)
@@ -235,6 +237,8 @@ func (h *handler) routes() {
 	// Periodic and parameterized jobs (jobs_children.go).
 	h.childrenRoutes()
 	h.schedulingRoutes()
+	// Job validation (jobs_validate.go).
+	h.validateRoutes()
 	// Job versions and deployments.
 	h.jobVersionRoutes()
 	h.deploymentRoutes()
@@ -249,6 +253,8 @@ func (h *handler) routes() {
 	h.mux.HandleFunc("GET /v1/status/health", h.statusHealth)
 	h.handle("GET /v1/agent/self", h.agentSelf)
 	h.mux.HandleFunc("GET /v1/client/fs/logs/{alloc}", h.fsLogs)
+	// Endpoint aliases and the fleet view (endpoints_fleet.go).
+	h.endpointRoutes()
 }
 
 // apiFunc is a route that returns a value to encode as JSON, or an error to

@@ -39,6 +39,8 @@ var (
 	_ metricsCollector   = (*server.Server)(nil)
 	_ nodeSecreter       = (*server.Server)(nil)
 	_ raftMembers        = (*server.Server)(nil)
+	// Endpoint aliases and the fleet view.
+	_ EndpointServer = (*server.Server)(nil)
 	// Node pools.
 	_ NodePoolServer = (*server.Server)(nil)
 	// Provisioning.
@@ -59,4 +61,5 @@ type FullClient interface {
 	logTailer
 	nodeSecretRotator
 	checkStatuser
+	endpointStatuser // endpoint routers (issue 14)
 }

@@ -77,6 +77,8 @@ func (h *handler) uiRoutes() error {
 	h.mux.HandleFunc("GET /ui/node/{id}", u.page(u.nodePage))
 	h.mux.HandleFunc("GET /ui/servers", u.page(u.serversPage))
 	h.mux.HandleFunc("GET /ui/run", u.page(u.runPage))
+	// Endpoint aliases and the fleet view.
+	h.mux.HandleFunc("GET /ui/endpoints", u.page(u.endpointsPage))
 	// Provisioning (ui_pools.go).
 	h.mux.HandleFunc("GET /ui/pools", u.page(u.poolsPage))
 	static := http.StripPrefix("/ui/static/", http.FileServerFS(website.Static()))

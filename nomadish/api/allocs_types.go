@@ -65,6 +65,9 @@ type Allocation struct {
 	// DeploymentStatus its health there.
 	DeploymentID     string                 `json:",omitempty"`
 	DeploymentStatus *AllocDeploymentStatus `json:",omitempty"`
+	// EndpointMember is the allocation's state in its node's endpoint
+	// router (a group with an endpoint block); absent otherwise.
+	EndpointMember *AllocEndpointMember `json:",omitempty"`
 
 	CreateIndex      uint64
 	ModifyIndex      uint64

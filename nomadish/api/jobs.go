@@ -160,6 +160,10 @@ type TaskGroup struct {
 	// event. It encodes in JSON as integer nanoseconds, as Nomad's; zero
 	// means no bound.
 	MaxRunDuration time.Duration `json:",omitempty"`
+	// Endpoint, on a service group with Count 2-16, places every
+	// allocation of the group on one node behind one router on that node
+	// (a GPUlayer addition); nil changes nothing.
+	Endpoint *Endpoint `json:",omitempty"`
 }
 
 // Task is one process (or container) run by a driver.

@@ -53,6 +53,9 @@ type ServiceCheck struct {
 // host ports.
 type AllocatedSharedResources struct {
 	Ports []AllocatedPortMapping `json:",omitempty"`
+	// Endpoint is the router port of the group's endpoint on the node,
+	// shared by the endpoint's members (a GPUlayer addition).
+	Endpoint *AllocatedEndpoint `json:",omitempty"`
 }
 
 // AllocatedPortMapping is one given port: host port Value on HostIP for

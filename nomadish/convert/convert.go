@@ -158,6 +158,7 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 		}
 	}
 	out.Update = updateToStructs(tg.Update)
+	out.Endpoint = endpointToStructs(tg.Endpoint)
 	return out
 }
 
@@ -197,6 +198,7 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 		}
 	}
 	out.Update = updateFromStructs(tg.Update)
+	out.Endpoint = endpointFromStructs(tg.Endpoint)
 	return out
 }
 

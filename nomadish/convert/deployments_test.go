@@ -1,6 +1,7 @@
 package convert
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -45,5 +46,18 @@ func TestDeploymentReads(t *testing.T) {
 	back := JobToStructs(j)
 	if bu := back.TaskGroups[0].Update; bu == nil || bu.MaxUnavailable == nil || *bu.MaxUnavailable != 0 {
 		t.Fatalf("job to structs: update %+v", bu)
+	}
+}
+
+// TestEventAllocationWithoutJob: an allocation event renders without the
+// job, though the state's event holds the stored allocation, job pointer
+// and all (state.eventFromChange).
+func TestEventAllocationWithoutJob(t *testing.T) {
+	b := EventBatchRead(&structs.EventBatch{Index: 3, Events: []*structs.Event{{Topic: structs.TopicAllocation, Type: structs.EventAllocationUpdated,
+		Key: "a", Index: 3, Payload: structs.EventPayload{Allocation: &structs.Allocation{ID: "a", JobID: "web",
+			Job: &structs.Job{ID: "web", Namespace: "ml", Meta: map[string]string{"secret-ish": "job body"}}}}}}}, "global")
+	raw := string(b.Events[0].Payload["Allocation"])
+	if raw == "" || strings.Contains(raw, "job body") || strings.Contains(raw, `"Job":{`) {
+		t.Fatalf("allocation event renders its job: %s", raw)
 	}
 }

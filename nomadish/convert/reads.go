@@ -232,6 +232,7 @@ func AllocRead(a *structs.Allocation, region string, withJob bool) *api.Allocati
 				out.AllocatedResources.Shared.Ports = append(out.AllocatedResources.Shared.Ports,
 					api.AllocatedPortMapping{Label: p.Label, Value: p.Value, To: p.To, HostIP: p.HostIP})
 			}
+			out.AllocatedResources.Shared.Endpoint = allocatedEndpointRead(sh.Endpoint)
 		}
 	}
 	if a.TaskStates != nil {
@@ -250,6 +251,7 @@ func AllocRead(a *structs.Allocation, region string, withJob bool) *api.Allocati
 			out.DeploymentStatus.Timestamp = time.Unix(0, ds.Timestamp).UTC()
 		}
 	}
+	out.EndpointMember = endpointMemberRead(a.EndpointMember)
 	if g := a.Gang; g != nil {
 		out.Gang = &api.GangInfo{Rank: g.Rank, WorldSize: g.WorldSize, LocalRank: g.LocalRank, MasterAddr: g.MasterAddr,
 			MasterPort: g.MasterPort, Peers: cloneStrings(g.Peers), Attempt: g.Attempt, Restarts: g.Restarts}

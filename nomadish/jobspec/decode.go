@@ -63,6 +63,8 @@ var (
 			{Type: "task", LabelNames: []string{"name"}},
 			// Ports and services (services.go).
 			{Type: "network"}, {Type: "service"},
+			// The same-host model-serving endpoint (endpoint.go).
+			{Type: "endpoint"},
 		},
 	}
 	restartSchema = &hcl.BodySchema{
@@ -203,6 +205,12 @@ func (d *decoder) group(block *hcl.Block) *api.TaskGroup {
 			tg.Update = d.update(b)
 		case "task":
 			tg.Tasks = append(tg.Tasks, d.task(b))
+		case "endpoint":
+			if tg.Endpoint != nil {
+				d.duplicateBlock(b)
+				continue
+			}
+			tg.Endpoint = d.endpoint(b)
 		}
 	}
 	return tg

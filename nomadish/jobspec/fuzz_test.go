@@ -10,7 +10,10 @@ import (
 	"testing"
 )
 
-var fuzzDiagLine = regexp.MustCompile(`^fuzz\.hcl:\d+:\d+: \S`)
+var (
+	fuzzDiagLine = regexp.MustCompile(`^fuzz\.hcl:\d+:\d+: \S`)
+	fuzzMoreLine = regexp.MustCompile(`^\.\.\. and \d+ more problems$`)
+)
 
 // FuzzParse checks that Parse never panics, that every failure is an *Error
 // whose lines read "fuzz.hcl:line:col: message", and that every job it
@@ -45,6 +48,9 @@ func FuzzParse(f *testing.F) {
 		`job "a" { update { canary = 1 } group "g" { update { max_parallel = 2 max_unavailable = 0 min_healthy_time = "1x" } } }`,
 		`job "a" { group "g" { update { health_check = "manual" auto_revert = true auto_promote = "yes" } update {} } }`,
 		`job "a" { type = "batch" group "g" { max_run_duration = "3s" task "t" { max_run_duration = "-1ns" } } }`,
+		// Endpoints.
+		`job "a" { group "g" { count = 3 network { port "http" {} } endpoint { name = "e" port = 9000 model = "m" policy = "least_outstanding" models_path = "/v1/models" member_port = "http" } } }`,
+		`job "a" { group "g" { endpoint { name = "E_" port = 1e9 model = null } endpoint {} } }`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -63,7 +69,15 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("parser panicked: %s", d.Detail)
 				}
 			}
-			for _, line := range strings.Split(err.Error(), "\n") {
+			lines := strings.Split(err.Error(), "\n")
+			if len(perr.Diagnostics) > MaxShownDiagnostics {
+				// The count of the diagnostics not listed (Error).
+				if last := lines[len(lines)-1]; !fuzzMoreLine.MatchString(last) {
+					t.Fatalf("last line %q of %d diagnostics does not count the rest", last, len(perr.Diagnostics))
+				}
+				lines = lines[:len(lines)-1]
+			}
+			for _, line := range lines {
 				if !fuzzDiagLine.MatchString(line) {
 					t.Fatalf("line %q does not read file:line:col: message", line)
 				}

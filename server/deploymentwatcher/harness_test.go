@@ -243,6 +243,9 @@ func (a *snapState) AllocsByNode(id string) ([]*structs.Allocation, error) {
 func (a *snapState) LatestDeploymentByJobID(id string) (*structs.Deployment, error) {
 	return a.snap.LatestDeploymentByJobID(nil, id)
 }
+func (a *snapState) EndpointAliasesByEndpoint(ns, endpoint string) ([]*structs.EndpointAlias, error) {
+	return a.snap.EndpointAliasesByEndpoint(nil, ns, endpoint)
+}
 
 // planner commits plans as the plan applier does (without its node
 // re-check: the scheduler alone decides what fits here).

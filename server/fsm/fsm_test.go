@@ -389,9 +389,10 @@ func TestApplyEachMessageType(t *testing.T) {
 	// 18 types above, and the 2 of node pools; the 3 of periodic and
 	// parameterized jobs, whose answers are results rather than nil, are
 	// in children_test.go; the 3 of service registrations in
-	// commands_services_test.go; the 3 of provisioning in
+	// commands_services_test.go; the 2 of endpoint aliases in
+	// commands_endpoint_aliases_test.go; the 3 of provisioning in
 	// commands_provision_test.go.
-	if every := registeredTypes(); len(every) != 18+2+3+deploymentMessageTypes+3+provisionMessageTypes {
+	if every := registeredTypes(); len(every) != 18+2+3+deploymentMessageTypes+3+2+provisionMessageTypes {
 		t.Fatalf("registered types = %v", every)
 	}
 }

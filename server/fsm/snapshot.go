@@ -62,6 +62,8 @@ const (
 	// Allocations without their job (format 2).
 	SnapshotRecordAllocJob SnapshotRecordType = 11 // a snapshotAllocJob: a job version allocations name
 	SnapshotRecordAllocRef SnapshotRecordType = 12 // a snapshotAllocRef: an allocation and its job's Ref
+	// Endpoint aliases.
+	SnapshotRecordEndpointAlias SnapshotRecordType = 13 // a *structs.EndpointAlias
 	// Node pools.
 	SnapshotRecordNodePool SnapshotRecordType = 14 // a *structs.NodePool (written pools only)
 	// Provisioning.
@@ -168,6 +170,8 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 		state.TableServiceRegistrations, state.TablePeriodicLaunch,
 		// Job versions and deployments.
 		state.TableJobVersions, state.TableDeployments,
+		// Endpoint aliases.
+		state.TableEndpointAliases,
 		// Node pools.
 		state.TableNodePools,
 		// Provisioning.
@@ -248,6 +252,9 @@ func writeState(sw *snapshotWriter, snap *state.StateSnapshot) error {
 		}
 	}
 	if err := writeDeploymentState(sw, snap); err != nil {
+		return err
+	}
+	if err := writeEndpointAliases(sw, snap); err != nil {
 		return err
 	}
 	// Node pools.
@@ -624,6 +631,12 @@ func (rs *restoreState) record(t SnapshotRecordType) error {
 			return err
 		}
 		return restore.PeriodicLaunchRestore(&l)
+	case SnapshotRecordEndpointAlias:
+		var a structs.EndpointAlias
+		if err := decodeRecord(dec, &a); err != nil {
+			return err
+		}
+		return restore.EndpointAliasRestore(&a)
 	// Node pools.
 	case SnapshotRecordNodePool:
 		var p structs.NodePool

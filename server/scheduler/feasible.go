@@ -65,6 +65,9 @@ type groupAsk struct {
 	avail    string
 	// ports are the group's host ports (ports.go).
 	ports portAsk
+	// promoted is the reason opportunistic nodes are refused for a group
+	// whose endpoint carries a promoted alias ("" when none; endpoint.go).
+	promoted string
 }
 
 func newGroupAsk(job *structs.Job, tg *structs.TaskGroup) *groupAsk {
@@ -179,6 +182,11 @@ func (c *evalCtx) feasibility(job *structs.Job, ask *groupAsk, n *structs.Node) 
 		if !checkOperand(con.Operand, resolveNode(n, con.LTarget), resolveNode(n, con.RTarget), c.rx) {
 			return nil, con.String()
 		}
+	}
+	// Endpoint aliases: a promoted endpoint never runs on an
+	// opportunistic node.
+	if ask.promoted != "" && n.IsOpportunistic() {
+		return nil, ask.promoted
 	}
 	cand := &candidate{node: n}
 	for _, af := range ask.affinities {

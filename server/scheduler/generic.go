@@ -333,7 +333,7 @@ func computeAttempt(state State, ev *structs.Evaluation) (*attempt, error) {
 		return nil, fmt.Errorf("read nodes: %w", err)
 	}
 	nodes = sortedNodes(nodes)
-	ctx := &evalCtx{eval: ev, job: job, nodes: nodes, rx: regexpCache{}, usage: newUsageIndex(state, job)}
+	ctx := &evalCtx{eval: ev, job: job, nodes: nodes, rx: regexpCache{}, usage: newUsageIndex(state, job), allocs: allocs}
 	if err := ctx.place(plan, rec.places, out); err != nil {
 		return nil, err
 	}

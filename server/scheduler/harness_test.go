@@ -22,6 +22,8 @@ type fakeState struct {
 	sortedNodes []*structs.Node
 	// deployments by ID.
 	deployments map[string]*structs.Deployment
+	// aliases are the promoted endpoint aliases.
+	aliases []*structs.EndpointAlias
 }
 
 func newFakeState() *fakeState {
@@ -50,6 +52,16 @@ func (s *fakeState) Nodes() ([]*structs.Node, error) {
 func (s *fakeState) NodeByID(id string) (*structs.Node, error) { return s.nodes[id], nil }
 func (s *fakeState) JobByID(id string) (*structs.Job, error)   { return s.jobs[id], nil }
 func (s *fakeState) LatestIndex() (uint64, error)              { return s.index, nil }
+func (s *fakeState) EndpointAliasesByEndpoint(ns, endpoint string) ([]*structs.EndpointAlias, error) {
+	var out []*structs.EndpointAlias
+	for _, a := range s.aliases {
+		if a.Namespace == ns && a.Endpoint == endpoint {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
 func (s *fakeState) LatestDeploymentByJobID(jobID string) (*structs.Deployment, error) {
 	var latest *structs.Deployment
 	for _, d := range s.deployments {

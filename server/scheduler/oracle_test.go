@@ -90,6 +90,9 @@ func oracleNodeProblems(n *structs.Node, allocs []*structs.Allocation) []string 
 	wholeBy := map[string][]string{}
 	sharedMiB := map[string]int64{}
 	portBy := map[int]string{}
+	// endpointBy holds, per endpoint router port, the namespace, job
+	// and group whose members share it.
+	endpointBy := map[int]string{}
 	for _, a := range allocs {
 		if !oracleHolds(a) {
 			continue
@@ -113,6 +116,13 @@ func oracleNodeProblems(n *structs.Node, allocs []*structs.Allocation) []string 
 				if pm.Value < lo || pm.Value > hi {
 					p = append(p, fmt.Sprintf("%s port %s=%d outside %d-%d", a.Name, pm.Label, pm.Value, lo, hi))
 				}
+			}
+			if ep := a.AllocatedResources.Shared.Endpoint; ep != nil {
+				owner := a.Namespace + "/" + a.JobID + "/" + a.TaskGroup
+				if prev, dup := endpointBy[ep.Port]; dup && prev != owner {
+					p = append(p, fmt.Sprintf("endpoint port %d held by %s and %s", ep.Port, prev, owner))
+				}
+				endpointBy[ep.Port] = owner
 			}
 		}
 		for task, tr := range a.AllocatedResources.Tasks {
@@ -140,6 +150,11 @@ func oracleNodeProblems(n *structs.Node, allocs []*structs.Allocation) []string 
 					wholeBy[id] = append(wholeBy[id], a.Name+"/"+task)
 				}
 			}
+		}
+	}
+	for port, owner := range endpointBy {
+		if holder, dup := portBy[port]; dup {
+			p = append(p, fmt.Sprintf("endpoint port %d of %s is also a port of %s", port, owner, holder))
 		}
 	}
 	if c := oracleHostCPU(n); cpu > c {

@@ -17,6 +17,9 @@ type evalCtx struct {
 	nodes []*structs.Node
 	rx    regexpCache
 	usage *usageIndex
+	// allocs are the job's allocations in the state (endpoint groups
+	// find their home node among them; see endpoint.go).
+	allocs []*structs.Allocation
 	// choices and choiceLists are arenas for candidate.choices, so a
 	// feasibility scan does not allocate per node.
 	choices     []devChoice
@@ -58,7 +61,11 @@ func (c *evalCtx) place(plan *structs.Plan, reqs []placementRequest, out *attemp
 		for end < len(reqs) && reqs[end].tg == reqs[start].tg {
 			end++
 		}
-		if err := c.placeGroup(plan, reqs[start:end], out); err != nil {
+		place := c.placeGroup
+		if reqs[start].tg.Endpoint != nil {
+			place = c.placeEndpointGroup
+		}
+		if err := place(plan, reqs[start:end], out); err != nil {
 			return err
 		}
 		start = end
@@ -90,9 +97,11 @@ func (c *evalCtx) newGroupScan(tg *structs.TaskGroup) *groupScan {
 	h.Write([]byte{0})
 	h.Write([]byte(tg.Name))
 	seed := h.Sum64()
+	ask := newGroupAsk(c.job, tg)
+	ask.promoted = promotedReason(c.usage.state, c.job, tg)
 	return &groupScan{
 		ctx:    c,
-		ask:    newGroupAsk(c.job, tg),
+		ask:    ask,
 		metric: &structs.AllocMetric{},
 		order:  slices.Clone(c.nodes),
 		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),

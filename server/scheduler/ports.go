@@ -43,6 +43,10 @@ func (a portAsk) empty() bool { return len(a.static) == 0 && len(a.dynamic) == 0
 // portUsage is the host ports in use on one node.
 type portUsage struct {
 	used map[int]int // host port -> allocations holding it
+	// endpoints holds, per host port an endpoint's router holds, the
+	// members of each endpoint (structs.EndpointOwner) holding it; every
+	// endpoint holding a port counts once in used.
+	endpoints map[int]map[string]int
 	// lo and hi are the node's dynamic range; inRange counts the used
 	// ports within it.
 	lo, hi  int
@@ -93,7 +97,63 @@ func (p *portUsage) add(sh *structs.AllocatedSharedResources, sign int) {
 func (p portUsage) clone() portUsage {
 	c := p
 	c.used = maps.Clone(p.used)
+	if p.endpoints != nil {
+		c.endpoints = make(map[int]map[string]int, len(p.endpoints))
+		for port, m := range p.endpoints {
+			c.endpoints[port] = maps.Clone(m)
+		}
+	}
 	return c
+}
+
+// dimEndpointPort is the exhausted dimension of a node where an endpoint's
+// router port is held by a task port, a reserved port or another endpoint.
+const dimEndpointPort = "network: endpoint port collision"
+
+// addEndpoint counts (sign 1) or releases (sign -1) one member of the
+// endpoint owner holding host port port. The first member of an endpoint
+// marks the port used; the last one to go frees it.
+func (p *portUsage) addEndpoint(owner string, port int, sign int) {
+	if p.endpoints == nil {
+		p.endpoints = map[int]map[string]int{}
+	}
+	m := p.endpoints[port]
+	if m == nil {
+		m = map[string]int{}
+		p.endpoints[port] = m
+	}
+	before := m[owner]
+	after := before + sign
+	switch {
+	case after <= 0:
+		delete(m, owner)
+		if len(m) == 0 {
+			delete(p.endpoints, port)
+		}
+		if before > 0 {
+			p.mark(port, -1)
+		}
+	default:
+		m[owner] = after
+		if before == 0 {
+			p.mark(port, 1)
+		}
+	}
+}
+
+// endpointFits returns the exhausted dimension when the endpoint owner may
+// not hold host port port on the node (a task port, a reserved port or
+// another endpoint holds it), or "" when it is free or held by owner's own
+// members.
+func (p *portUsage) endpointFits(owner string, port int) string {
+	mine := 0
+	if p.endpoints[port][owner] > 0 {
+		mine = 1
+	}
+	if p.used[port] > mine {
+		return fmt.Sprintf("%s %d", dimEndpointPort, port)
+	}
+	return ""
 }
 
 // fits returns the exhausted dimension, or "" when the ports fit.

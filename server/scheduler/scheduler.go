@@ -37,6 +37,9 @@ type State interface {
 	LatestIndex() (uint64, error)
 	// LatestDeploymentByJobID returns the job's newest deployment, or nil.
 	LatestDeploymentByJobID(jobID string) (*structs.Deployment, error)
+	// Endpoint aliases: EndpointAliasesByEndpoint returns the aliases of
+	// namespace ns promoted onto endpoint, sorted by name (none: empty).
+	EndpointAliasesByEndpoint(ns, endpoint string) ([]*structs.EndpointAlias, error)
 }
 
 // Planner commits plans and evaluation updates on the scheduler's behalf.

@@ -62,6 +62,9 @@ func newNodeUsage(n *structs.Node, allocs []*structs.Allocation) *nodeUsage {
 		}
 		u.allocs = append(u.allocs, a)
 		u.add(a.AllocatedResources, 1)
+		if sh := a.AllocatedResources.Shared; sh != nil && sh.Endpoint != nil {
+			u.ports.addEndpoint(structs.EndpointOwner(a), sh.Endpoint.Port, 1)
+		}
 	}
 	u.recount()
 	return u

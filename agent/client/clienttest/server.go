@@ -188,6 +188,9 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 			// store does.
 			n.DeploymentStatus = u.DeploymentStatus.Copy()
 		}
+		if u.EndpointMember != nil {
+			n.EndpointMember = u.EndpointMember.Copy()
+		}
 		n.ModifyIndex = s.bump()
 		s.allocs[u.ID] = n
 		s.updates++

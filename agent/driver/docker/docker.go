@@ -85,8 +85,11 @@ type task struct {
 	id          string
 	name        string
 	containerID string
-	handle      *driver.TaskHandle
-	done        chan struct{}
+	// imageID is the container's resolved image ID, from the daemon's
+	// inspect after start (or at recovery); "" when it did not answer.
+	imageID string
+	handle  *driver.TaskHandle
+	done    chan struct{}
 
 	mu          sync.Mutex
 	result      *driver.ExitResult
@@ -241,10 +244,14 @@ func (d *Driver) start(cfg *driver.TaskConfig, tc *taskConfig, allocDir string) 
 		return nil, fmt.Errorf("start container for image %q: %w", tc.Image, err)
 	}
 	h := &driver.TaskHandle{ID: cfg.ID, Driver: Name, ContainerID: created.ID, StartedAt: time.Now()}
-	if ins, err := d.api.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{}); err == nil && ins.Container.State != nil {
-		h.PID = ins.Container.State.Pid
+	var imageID string
+	if ins, err := d.api.ContainerInspect(ctx, created.ID, client.ContainerInspectOptions{}); err == nil {
+		if ins.Container.State != nil {
+			h.PID = ins.Container.State.Pid
+		}
+		imageID = ins.Container.Image
 	}
-	t := &task{id: cfg.ID, name: cfg.Name, containerID: created.ID, handle: h, done: make(chan struct{})}
+	t := &task{id: cfg.ID, name: cfg.Name, containerID: created.ID, imageID: imageID, handle: h, done: make(chan struct{})}
 	d.watch(t, cfg, "")
 	d.logger.Debug("container started", "task_id", cfg.ID, "container_id", created.ID, "image", tc.Image)
 	return t, nil
@@ -549,13 +556,14 @@ func (d *Driver) SignalTask(taskID, signal string) error {
 	return nil
 }
 
-// InspectTask returns the task's status or driver.ErrTaskNotFound.
+// InspectTask returns the task's status, with the container's resolved
+// image ID (TaskStatus.ImageID), or driver.ErrTaskNotFound.
 func (d *Driver) InspectTask(taskID string) (*driver.TaskStatus, error) {
 	t, err := d.lookup(taskID)
 	if err != nil {
 		return nil, err
 	}
-	st := &driver.TaskStatus{ID: t.id, Name: t.name, PID: t.handle.PID, StartedAt: t.handle.StartedAt, State: driver.TaskStateRunning}
+	st := &driver.TaskStatus{ID: t.id, Name: t.name, PID: t.handle.PID, StartedAt: t.handle.StartedAt, State: driver.TaskStateRunning, ImageID: t.imageID}
 	select {
 	case <-t.done:
 		st.State = driver.TaskStateExited
@@ -592,7 +600,7 @@ func (d *Driver) RecoverTask(h *driver.TaskHandle, cfg *driver.TaskConfig) error
 		return nil
 	}
 	hc := *h
-	t := &task{id: h.ID, name: cfg.Name, containerID: h.ContainerID, handle: &hc, done: make(chan struct{})}
+	t := &task{id: h.ID, name: cfg.Name, containerID: h.ContainerID, imageID: ins.Container.Image, handle: &hc, done: make(chan struct{})}
 	d.tasks[h.ID] = t
 	d.mu.Unlock()
 	d.watch(t, cfg, readSince(cfg))

@@ -66,6 +66,8 @@ type task struct {
 	// pid is also the process group ID (the task is a group leader).
 	pid  int
 	done chan struct{}
+	// path is the resolved command (resolveCommand), for InspectTask.
+	path string
 	// env and dir are the task's environment and working directory, for
 	// ExecTask.
 	env []string
@@ -233,7 +235,7 @@ func (d *Driver) StartTask(cfg *driver.TaskConfig) (*driver.TaskHandle, error) {
 		release()
 		return nil, err
 	}
-	t.env, t.dir, t.cred = envl, cfg.TaskDir, cred
+	t.env, t.dir, t.cred, t.path = envl, cfg.TaskDir, cred, path
 	d.mu.Lock()
 	d.tasks[cfg.ID] = t
 	d.mu.Unlock()
@@ -525,13 +527,14 @@ func killGroup(pgid int, sig syscall.Signal) error {
 	return err
 }
 
-// InspectTask returns the task's status or driver.ErrTaskNotFound.
+// InspectTask returns the task's status, with the resolved path of its
+// command (TaskStatus.Executable), or driver.ErrTaskNotFound.
 func (d *Driver) InspectTask(taskID string) (*driver.TaskStatus, error) {
 	t, err := d.lookup(taskID)
 	if err != nil {
 		return nil, err
 	}
-	st := &driver.TaskStatus{ID: t.id, Name: t.name, PID: t.pid, StartedAt: t.handle.StartedAt, State: driver.TaskStateRunning}
+	st := &driver.TaskStatus{ID: t.id, Name: t.name, PID: t.pid, StartedAt: t.handle.StartedAt, State: driver.TaskStateRunning, Executable: t.path}
 	select {
 	case <-t.done:
 		r, at := t.exit()
@@ -573,6 +576,13 @@ func (d *Driver) RecoverTask(h *driver.TaskHandle, cfg *driver.TaskConfig) error
 		// The user it runs as, for ExecTask; a config that no longer
 		// passes the policy leaves exec as "nobody" rather than root.
 		if tc, err := parseConfig(cfg.Config); err == nil {
+			pathEnv := cfg.Env["PATH"]
+			if _, ok := cfg.Env["PATH"]; !ok {
+				pathEnv = DefaultPath
+			}
+			if p, err := resolveCommand(tc.Command, cfg.TaskDir, pathEnv); err == nil {
+				t.path = p
+			}
 			if name, err := taskUser(cfg, tc); err == nil {
 				if cred, err := credentialFor(d.users, name); err == nil {
 					t.cred = cred

@@ -1,0 +1,114 @@
+package client
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// TestReadProcess: this process lives and has a resident size; a reaped
+// child does not live; a zombie does not live; the parser takes State
+// and VmRSS and refuses a malformed VmRSS.
+func TestReadProcess(t *testing.T) {
+	alive, rss, err := readProcess(os.Getpid())
+	if err != nil || !alive || rss <= 0 {
+		t.Fatalf("self: alive=%v rss=%v err=%v", alive, rss, err)
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skip("no true:", err)
+	}
+	if alive, _, err := readProcess(cmd.Process.Pid); alive || err != nil {
+		t.Fatalf("reaped child: alive=%v err=%v", alive, err)
+	}
+	if _, _, err := readProcess(0); err == nil {
+		t.Fatal("pid 0 read without an error")
+	}
+	cases := []struct {
+		text  string
+		alive bool
+		rss   float64
+		bad   bool
+	}{
+		{"Name:\tx\nState:\tS (sleeping)\nVmRSS:\t    2048 kB\n", true, 2, false},
+		{"State:\tZ (zombie)\n", false, 0, false},
+		{"State:\tX (dead)\n", false, 0, false},
+		{"State:\tR (running)\nVmRSS:\tlots kB\n", false, 0, true},
+		{"VmRSS:\t1 kB\n", false, 0, true},
+	}
+	for _, tc := range cases {
+		alive, rss, err := parseProcStatus([]byte(tc.text))
+		if (err != nil) != tc.bad || alive != tc.alive || rss != tc.rss {
+			t.Errorf("%q: alive=%v rss=%v err=%v", tc.text, alive, rss, err)
+		}
+	}
+}
+
+// TestMemberAddr: the member port is the named label, or the group's only
+// label; several labels without member_port, or a label the allocation
+// lacks, are refused with a reason.
+func TestMemberAddr(t *testing.T) {
+	a := &structs.Allocation{AllocatedResources: &structs.AllocatedResources{Shared: &structs.AllocatedSharedResources{Ports: []structs.AllocatedPortMapping{
+		{Label: "http", Value: 20001}, {Label: "metrics", Value: 20002, HostIP: "10.0.0.5"}}}}}
+	one := &structs.TaskGroup{Networks: []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}}}}
+	two := &structs.TaskGroup{Networks: []*structs.NetworkResource{{DynamicPorts: []structs.Port{{Label: "http"}}, ReservedPorts: []structs.Port{{Label: "metrics"}}}}}
+	cases := []struct {
+		tg    *structs.TaskGroup
+		label string
+		want  string
+		err   string
+	}{
+		{one, "", "192.0.2.1:20001", ""},
+		{two, "metrics", "10.0.0.5:20002", ""},
+		{two, "", "", "2 port labels"},
+		{one, "grpc", "", `no port "grpc"`},
+	}
+	for _, tc := range cases {
+		got, err := memberAddr(a, tc.tg, &structs.Endpoint{MemberPort: tc.label}, "192.0.2.1")
+		if got != tc.want || (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("label %q: %q %v", tc.label, got, err)
+		}
+	}
+}
+
+// TestClipReason: reasons fit the servers' bound as valid UTF-8.
+func TestClipReason(t *testing.T) {
+	long := strings.Repeat("é", structs.MaxEndpointReasonBytes)
+	for _, s := range []string{"short", long, "bad \xff byte", strings.Repeat("x", 10*structs.MaxEndpointReasonBytes)} {
+		got := clipReason(s)
+		if len(got) > structs.MaxEndpointReasonBytes || !utf8.ValidString(got) {
+			t.Errorf("clipReason(%.20q) = %d bytes, valid %v", s, len(got), utf8.ValidString(got))
+		}
+		if err := (&structs.EndpointMemberStatus{Reason: got}).CheckWellFormed(); err != nil {
+			t.Error(err)
+		}
+	}
+	if clipReason("short") != "short" {
+		t.Fatal("a short reason changed")
+	}
+}
+
+// FuzzParseProcStatus: any /proc/<pid>/status text parses without a panic,
+// and a process it calls alive has a State line that is neither Z nor X.
+func FuzzParseProcStatus(f *testing.F) {
+	f.Add([]byte("Name:\tx\nState:\tS (sleeping)\nVmRSS:\t    2048 kB\n"))
+	f.Add([]byte("State:\tZ (zombie)\n"))
+	f.Add([]byte("State:\nVmRSS:\n"))
+	f.Add([]byte("VmRSS:\t18446744073709551615 kB\nState:\tR\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		alive, rss, err := parseProcStatus(b)
+		if err != nil {
+			return
+		}
+		if rss < 0 {
+			t.Fatalf("negative RSS %v", rss)
+		}
+		if alive && !strings.Contains(string(b), "State:") {
+			t.Fatal("alive without a State line")
+		}
+	})
+}

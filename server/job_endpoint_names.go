@@ -1,0 +1,49 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/gpulayer/gpulayer/structs"
+	"github.com/hashicorp/go-memdb"
+)
+
+// jobLister is the part of the state store endpointNameConflict reads.
+type jobLister interface {
+	Jobs(ws memdb.WatchSet) ([]*structs.Job, error)
+}
+
+// endpointNameConflict returns an error wrapping
+// structs.ErrEndpointConflict when a live job (not stopped, not dead)
+// other than job, in job's namespace, declares one of job's endpoint
+// names; nil otherwise. It reads every job, so callers skip it for jobs
+// without endpoints.
+func endpointNameConflict(st jobLister, job *structs.Job) error {
+	mine := map[string]string{}
+	for _, tg := range job.TaskGroups {
+		if tg != nil && tg.Endpoint != nil {
+			mine[tg.Endpoint.Name] = tg.Name
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	jobs, err := st.Jobs(nil)
+	if err != nil {
+		return fmt.Errorf("job register %q: read jobs: %w", job.ID, err)
+	}
+	for _, other := range jobs {
+		if other == nil || other.ID == job.ID || other.Namespace != job.Namespace || other.Stop || other.Status == structs.JobStatusDead {
+			continue
+		}
+		for _, tg := range other.TaskGroups {
+			if tg == nil || tg.Endpoint == nil {
+				continue
+			}
+			if group, dup := mine[tg.Endpoint.Name]; dup {
+				return fmt.Errorf("%w: group %q: endpoint: name: %q is already declared by live job %q (group %q) in namespace %q; stop that job or choose another name",
+					structs.ErrEndpointConflict, group, tg.Endpoint.Name, other.ID, tg.Name, job.Namespace)
+			}
+		}
+	}
+	return nil
+}
