@@ -65,9 +65,9 @@ type srvConn struct {
 	watchArmed bool
 	watchTimer *time.Timer
 	watching   bool
-	watchDone chan struct{}
-	peeked    []byte // a byte the watch read (a pipelined request's)
-	peekBuf   [1]byte
+	watchDone  chan struct{}
+	peeked     []byte // a byte the watch read (a pipelined request's)
+	peekBuf    [1]byte
 }
 
 // limitedReader reads from the connection (after any byte the watch
