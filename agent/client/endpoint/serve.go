@@ -137,7 +137,7 @@ func isTemporary(err error) bool {
 // newSrvConn registers c, or closes it and returns nil when the router is
 // shutting down.
 func (r *Router) newSrvConn(c net.Conn) *srvConn {
-	sc := &srvConn{r: r, c: c, remote: c.RemoteAddr().String()}
+	sc := &srvConn{r: r, c: fastConn(c), remote: c.RemoteAddr().String()}
 	sc.lr.sc = sc
 	sc.br = bufio.NewReaderSize(&sc.lr, 4<<10)
 	sc.bw = bufio.NewWriterSize(c, 4<<10)
@@ -256,11 +256,18 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
+// unwrapConn returns the connection inside c's wrappers.
 func unwrapConn(c net.Conn) net.Conn {
-	if lc, ok := c.(*limitConn); ok {
-		return lc.Conn
+	for {
+		switch w := c.(type) {
+		case *limitConn:
+			c = w.Conn
+		case *rawConn:
+			c = w.Conn
+		default:
+			return c
+		}
 	}
-	return c
 }
 
 // writeError writes a minimal error response that closes the connection.
