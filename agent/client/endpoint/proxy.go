@@ -259,7 +259,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	}
 	if rw, ok := w.(*respWriter); ok {
 		// A slow answer (a model at work): see the client go away.
-		rw.sc.watchAfter(clientWatchDelay)
+		rw.sc.watchAfter()
 	}
 
 	resp, err := readResponse(pc, out)

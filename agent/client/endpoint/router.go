@@ -190,6 +190,11 @@ type Router struct {
 	inShutdown bool
 	connCtx    context.Context // cancelled to cut every request
 	connCancel context.CancelFunc
+	// waitMu guards the requests waiting on their member (serve.go).
+	waitMu    sync.Mutex
+	waiting   map[*srvConn]time.Time
+	waitArmed bool
+	waitTimer *time.Timer
 
 	rot atomic.Pointer[rotation] // admitted members, Index order
 	rr  atomic.Uint64            // round-robin counter
@@ -229,6 +234,7 @@ func New(cfg Config) (*Router, error) {
 		members: make(map[string]*member),
 		sem:     make(chan struct{}, cfg.MaxConcurrent),
 		conns:   make(map[*srvConn]struct{}),
+		waiting: make(map[*srvConn]time.Time),
 	}
 	r.connCtx, r.connCancel = context.WithCancel(context.Background())
 	if r.ep.ModelsPath == "" {

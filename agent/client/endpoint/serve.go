@@ -28,8 +28,9 @@ import (
 // watch: a client gone cancels the request.
 
 // clientWatchDelay is how long a request waits for its member before the
-// router starts watching the client connection for a close.
-const clientWatchDelay = 2 * time.Millisecond
+// router starts watching the client connection for a close (a client gone
+// is seen within twice that).
+const clientWatchDelay = 50 * time.Millisecond
 
 // headerSlop is read beyond MaxHeaderBytes before answering 431, as
 // net/http's server does (the request line and bufio's read-ahead).
@@ -63,7 +64,6 @@ type srvConn struct {
 	// watch is the client-close watch of the request in flight.
 	watchMu    sync.Mutex
 	watchArmed bool
-	watchTimer *time.Timer
 	watching   bool
 	watchDone  chan struct{}
 	peeked     []byte // a byte the watch read (a pipelined request's)
@@ -390,21 +390,54 @@ func (sc *srvConn) handle(w *respWriter, req *http.Request) (keep bool) {
 // maxDrainBytes bounds the unread request body read after the handler.
 const maxDrainBytes = 256 << 10
 
-// watchAfter starts watching the client for a close after d unless the
-// request ends first; it is called once a request went to its member.
-func (sc *srvConn) watchAfter(d time.Duration) {
+// watchAfter has the client watched for a close once the request has
+// waited clientWatchDelay; it is called once a request went to its
+// member. One router-wide timer, armed only while requests wait, finds
+// the requests that waited that long: a timer per request, short and so
+// the earliest, would wake the runtime's poller and monitor threads for
+// every request.
+func (sc *srvConn) watchAfter() {
 	if !sc.body.eof || sc.br.Buffered() > 0 || len(sc.peeked) > 0 {
 		// The body is still the client's to read, or the client sent
 		// more already: nothing to watch.
 		return
 	}
 	sc.watchMu.Lock()
-	defer sc.watchMu.Unlock()
 	sc.watchArmed = true
-	if sc.watchTimer == nil {
-		sc.watchTimer = time.AfterFunc(d, sc.startWatch)
-	} else {
-		sc.watchTimer.Reset(d)
+	sc.watchMu.Unlock()
+	r := sc.r
+	r.waitMu.Lock()
+	r.waiting[sc] = time.Now()
+	if !r.waitArmed {
+		r.waitArmed = true
+		if r.waitTimer == nil {
+			r.waitTimer = time.AfterFunc(clientWatchDelay, r.scanWaiting)
+		} else {
+			r.waitTimer.Reset(clientWatchDelay)
+		}
+	}
+	r.waitMu.Unlock()
+}
+
+// scanWaiting starts the client watch of the requests that waited
+// clientWatchDelay, and re-arms while others wait.
+func (r *Router) scanWaiting() {
+	now := time.Now()
+	var due []*srvConn
+	r.waitMu.Lock()
+	for sc, since := range r.waiting {
+		if now.Sub(since) >= clientWatchDelay {
+			due = append(due, sc)
+			delete(r.waiting, sc)
+		}
+	}
+	r.waitArmed = len(r.waiting) > 0
+	if r.waitArmed {
+		r.waitTimer.Reset(clientWatchDelay)
+	}
+	r.waitMu.Unlock()
+	for _, sc := range due {
+		sc.startWatch()
 	}
 }
 
@@ -438,7 +471,9 @@ func (sc *srvConn) stopWatch() {
 	defer sc.watchMu.Unlock()
 	if sc.watchArmed {
 		sc.watchArmed = false
-		sc.watchTimer.Stop()
+		sc.r.waitMu.Lock()
+		delete(sc.r.waiting, sc)
+		sc.r.waitMu.Unlock()
 	}
 	if !sc.watching {
 		return
