@@ -2,10 +2,13 @@ package endpoint
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,4 +181,48 @@ func TestStreamedResponseIsChunkedWhenItHasNoLength(t *testing.T) {
 	if err != nil || string(rest) != "data: second\n\n" {
 		t.Fatalf("rest %q %v", rest, err)
 	}
+}
+
+// FuzzServerRequestBytes sends arbitrary bytes to the router's server: it
+// must answer in HTTP/1.1 or close, never hang past its timeouts or panic,
+// and keep serving.
+func FuzzServerRequestBytes(f *testing.F) {
+	for _, s := range []string{
+		"GET /hello HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc",
+		"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+		"GET /hello HTTP/1.0\r\nConnection: keep-alive\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\nhi",
+		"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	fm := newFakeMember(f, "a0")
+	r := startRouter(f, func(c *Config) {
+		c.ReadHeaderTimeout = time.Second
+		c.RequestBodyTimeout = time.Second
+		c.MaxHeaderBytes = 4 << 10
+		c.MaxRequestBodyBytes = 1 << 10
+	})
+	r.SetMembers(members(fm))
+	waitAdmitted(f, r, "a0")
+	f.Fuzz(func(t *testing.T, in []byte) {
+		c, err := net.Dial("tcp", r.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		go func() {
+			_, _ = c.Write(in)
+			_ = c.(*net.TCPConn).CloseWrite()
+		}()
+		out, err := io.ReadAll(c)
+		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("reading the answer: %v (%d bytes)", err, len(out))
+		}
+		if len(out) > 0 && !bytes.HasPrefix(out, []byte("HTTP/1.1 ")) {
+			t.Fatalf("answer does not start with a status line: %q", out[:min(len(out), 80)])
+		}
+	})
 }
