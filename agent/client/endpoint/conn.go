@@ -94,8 +94,9 @@ func (p *connPool) get(ctx context.Context) (*pconn, error) {
 		return nil, err
 	}
 	pc := &pconn{conn: c}
-	pc.cw.c = c
-	pc.br = bufio.NewReaderSize(c, 4<<10)
+	fc := fastConn(c)
+	pc.cw.c = fc
+	pc.br = bufio.NewReaderSize(fc, 4<<10)
 	pc.bw = bufio.NewWriterSize(&pc.cw, 4<<10)
 	return pc, nil
 }

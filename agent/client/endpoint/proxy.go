@@ -257,6 +257,10 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	if rc != nil {
 		_ = rc.SetReadDeadline(time.Time{})
 	}
+	if rw, ok := w.(*respWriter); ok {
+		// A slow answer (a model at work): see the client go away.
+		rw.sc.watchAfter()
+	}
 
 	resp, err := readResponse(pc, out)
 	if err != nil {
