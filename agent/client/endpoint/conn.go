@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -43,6 +44,7 @@ type connPool struct {
 type pconn struct {
 	conn      net.Conn
 	cw        countWriter
+	lr        limitReader // beneath br: bounds the response headers
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
@@ -57,6 +59,34 @@ type countWriter struct {
 func (w *countWriter) Write(p []byte) (int, error) {
 	n, err := w.c.Write(p)
 	w.n += int64(n)
+	return n, err
+}
+
+// errResponseHeaderTooLarge is the error of reading a member's response
+// headers (1xx responses included) past MaxResponseHeaderBytes.
+var errResponseHeaderTooLarge = fmt.Errorf("member response headers larger than %d bytes", MaxResponseHeaderBytes)
+
+// limitReader reads from c at most left bytes while left is not negative;
+// after that its reads fail with errResponseHeaderTooLarge. net/http's
+// Transport bounds response headers the same way (persistConn.readLimit):
+// http.ReadResponse itself reads header lines of any length.
+type limitReader struct {
+	c    net.Conn
+	left int64 // < 0: unbounded
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return l.c.Read(p)
+	}
+	if l.left == 0 {
+		return 0, errResponseHeaderTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.c.Read(p)
+	l.left -= int64(n)
 	return n, err
 }
 
@@ -95,7 +125,8 @@ func (p *connPool) get(ctx context.Context) (*pconn, error) {
 	}
 	pc := &pconn{conn: c}
 	pc.cw.c = c
-	pc.br = bufio.NewReaderSize(c, 4<<10)
+	pc.lr = limitReader{c: c, left: -1}
+	pc.br = bufio.NewReaderSize(&pc.lr, 4<<10)
 	pc.bw = bufio.NewWriterSize(&pc.cw, 4<<10)
 	return pc, nil
 }

@@ -329,8 +329,14 @@ func (r *Router) memberFailed(ctx context.Context, m *member) {
 
 // readResponse reads the member's response headers, skipping 1xx
 // informational responses (the router's server sends its own 100
-// Continue).
+// Continue). The status lines and headers of all of them together are
+// bounded by MaxResponseHeaderBytes: a member cannot make the agent
+// buffer headers without end, nor loop on a flood of 1xx responses.
 func readResponse(pc *pconn, out *http.Request) (*http.Response, error) {
+	// Bytes bufio read ahead of the headers were counted when they were
+	// read; what is left is the bound for the rest.
+	pc.lr.left = MaxResponseHeaderBytes
+	defer func() { pc.lr.left = -1 }()
 	for {
 		resp, err := http.ReadResponse(pc.br, out)
 		if err != nil {

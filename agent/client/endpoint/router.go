@@ -78,6 +78,9 @@ const (
 
 	// MaxModelsBodyBytes bounds a member's models listing (1 MiB).
 	MaxModelsBodyBytes = 1 << 20
+	// MaxResponseHeaderBytes bounds a member's response status lines and
+	// headers, 1xx responses included (1 MiB).
+	MaxResponseHeaderBytes = 1 << 20
 	// MaxMembers bounds the member set; SetMembers ignores the rest.
 	MaxMembers = 64
 
