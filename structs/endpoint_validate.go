@@ -24,6 +24,11 @@ const (
 // '-' and '.', 1-63 bytes, starting and ending with a letter or digit.
 var validEndpointName = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$`)
 
+// ReservedEndpointName names neither an endpoint nor an alias: GET
+// /v1/endpoint/aliases lists the aliases, so GET /v1/endpoint/{name}
+// could never read one of that name.
+const ReservedEndpointName = "aliases"
+
 // ValidEndpointName reports whether name may name an endpoint.
 func ValidEndpointName(name string) bool { return validEndpointName.MatchString(name) }
 
@@ -138,6 +143,8 @@ func endpointGroupProblems(jobType string, tg *TaskGroup) []string {
 		add("name: is required")
 	case !validEndpointName.MatchString(e.Name):
 		add("name: %q must be 1-63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit", truncate(e.Name, 80))
+	case e.Name == ReservedEndpointName:
+		add("name: %q is reserved (GET /v1/endpoint/%s lists the aliases)", e.Name, ReservedEndpointName)
 	}
 	labels := map[string]bool{}
 	var order []string

@@ -39,6 +39,9 @@ func TestEndpointValidate(t *testing.T) {
 		{"name 64 bytes", func(j *Job) { j.TaskGroups[0].Endpoint.Name = strings.Repeat("a", 64) }, `endpoint: name:`},
 		{"name 63 bytes", func(j *Job) { j.TaskGroups[0].Endpoint.Name = strings.Repeat("a", 63) }, ""},
 		{"name with dot", func(j *Job) { j.TaskGroups[0].Endpoint.Name = "llm.70b" }, ""},
+		// GET /v1/endpoint/aliases lists the aliases: an endpoint of that
+		// name could never be read by name.
+		{"name aliases is reserved", func(j *Job) { j.TaskGroups[0].Endpoint.Name = "aliases" }, `endpoint: name: "aliases" is reserved`},
 		{"port zero", func(j *Job) { j.TaskGroups[0].Endpoint.Port = 0 }, `group "llm": endpoint: port: must be 1-65535, got 0`},
 		{"port too big", func(j *Job) { j.TaskGroups[0].Endpoint.Port = 65536 }, `endpoint: port: must be 1-65535, got 65536`},
 		{"port is a static group port", func(j *Job) {
