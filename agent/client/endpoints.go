@@ -258,25 +258,12 @@ func (m *endpointManager) reconcileEndpoint(ctx context.Context, k endpointKey, 
 			}
 		}
 	}
-	m.mu.Lock()
-	run := m.routers[k]
-	var replaced *endpointRun
-	if run != nil && run.ep != *ep {
-		replaced, run = run, nil
-		delete(m.routers, k)
-	}
-	m.mu.Unlock()
-	if replaced != nil {
-		m.closeRun(replaced)
-	}
-	if run == nil {
-		var err error
-		if run, err = m.startRouter(ctx, k, ep, listenIP); err != nil {
-			for _, mb := range ms {
-				mb.ar.setEndpointStatus(structs.EndpointMemberStatus{Reason: err.Error()})
-			}
-			return
+	run, err := m.routerFor(ctx, k, ep, listenIP)
+	if err != nil {
+		for _, mb := range ms {
+			mb.ar.setEndpointStatus(structs.EndpointMemberStatus{Reason: err.Error()})
 		}
+		return
 	}
 	hostIP := m.c.cfg.networkAddress()
 	var members []routerMember
@@ -304,6 +291,27 @@ func (m *endpointManager) reconcileEndpoint(ctx context.Context, k endpointKey, 
 	run.members = in
 	m.mu.Unlock()
 	run.router.SetMembers(members)
+}
+
+// routerFor returns the router of k serving endpoint block ep, starting
+// it, or replacing the one started for an earlier block (a new job
+// version changed it).
+func (m *endpointManager) routerFor(ctx context.Context, k endpointKey, ep *structs.Endpoint, listenIP string) (*endpointRun, error) {
+	m.mu.Lock()
+	run := m.routers[k]
+	var replaced *endpointRun
+	if run != nil && run.ep != *ep {
+		replaced, run = run, nil
+		delete(m.routers, k)
+	}
+	m.mu.Unlock()
+	if replaced != nil {
+		m.closeRun(replaced)
+	}
+	if run != nil {
+		return run, nil
+	}
+	return m.startRouter(ctx, k, ep, listenIP)
 }
 
 // startRouter creates and starts the router of k on listenIP and the
