@@ -1,12 +1,16 @@
 package client
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gpulayer/gpulayer/internal/porttest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -111,4 +115,30 @@ func FuzzParseProcStatus(f *testing.F) {
 			t.Fatal("alive without a State line")
 		}
 	})
+}
+
+// TestEndpointRouterReplacementKeepsThePort: a new job version that
+// changes the endpoint block (a new revision, the normal way to roll out
+// a model) replaces the router on the same port. The new router must
+// bind at once: the old one gives the port up before the new one
+// listens, and only its drain goes on in the background. Before, the old
+// router was closed in a goroutine while the new one bound, so the new
+// Listen lost the race, the port refused connections for the retry
+// delay and every member reported "cannot serve".
+func TestEndpointRouterReplacementKeepsThePort(t *testing.T) {
+	m := &endpointManager{logger: hclog.NewNullLogger(), newRouter: newRouterFactory(&Config{}),
+		routers: map[endpointKey]*endpointRun{}, failed: map[endpointKey]endpointFailure{}}
+	t.Cleanup(m.closeAll)
+	k := endpointKey{Namespace: "default", JobID: "serve", Group: "llm"}
+	port := porttest.Take(t)
+	for i := 0; i < 20; i++ {
+		ep := &structs.Endpoint{Name: "llm", Port: port, Model: "m", Revision: fmt.Sprintf("r%d", i)}
+		run, err := m.routerFor(t.Context(), k, ep, "127.0.0.1")
+		if err != nil {
+			t.Fatalf("revision %d: %v", i, err)
+		}
+		if run.ep.Revision != ep.Revision {
+			t.Fatalf("revision %d: router of %q", i, run.ep.Revision)
+		}
+	}
 }

@@ -71,6 +71,8 @@ type endpointRouter interface {
 	// Status fills the router's part of a ClientEndpointStatus.
 	Status() *structs.ClientEndpointStatus
 	Addr() string
+	// Unlisten frees the router's port at once; Close drains the rest.
+	Unlisten() error
 	Close() error
 }
 
@@ -306,6 +308,11 @@ func (m *endpointManager) routerFor(ctx context.Context, k endpointKey, ep *stru
 	}
 	m.mu.Unlock()
 	if replaced != nil {
+		// The port is given up now, so the new router binds it at once;
+		// the old one drains its requests in flight in the background.
+		if err := replaced.router.Unlisten(); err != nil {
+			m.logger.Warn("close the listener of a replaced endpoint router", "endpoint", replaced.ep.Name, "error", err)
+		}
 		m.closeRun(replaced)
 	}
 	if run != nil {

@@ -191,6 +191,7 @@ type limitListener struct {
 	sem  chan struct{}
 	done chan struct{}
 	once sync.Once
+	err  error // of the first Close
 }
 
 func newLimitListener(ln net.Listener, n int) *limitListener {
@@ -211,9 +212,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
 }
 
+// Close closes the listener once (Unlisten, then the server's Shutdown);
+// later calls return the first call's result.
 func (l *limitListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return l.Listener.Close()
+	l.once.Do(func() {
+		close(l.done)
+		l.err = l.Listener.Close()
+	})
+	return l.err
 }
 
 type limitConn struct {

@@ -331,3 +331,50 @@ func TestRequestSmugglingShapesDoNotDesync(t *testing.T) {
 		}
 	}
 }
+
+// TestUnlistenFreesThePortWhileInFlightRequestsFinish: after Unlisten the
+// port binds again at once, the request in flight still gets its answer,
+// and Close then drains without an error.
+func TestUnlistenFreesThePortWhileInFlightRequestsFinish(t *testing.T) {
+	fm := newFakeMember(t, "a0")
+	r := startRouter(t, nil)
+	r.SetMembers(members(fm))
+	waitAdmitted(t, r, "a0")
+	type answer struct {
+		code int
+		body string
+	}
+	got := make(chan answer, 1)
+	c := testClient(t)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+r.Addr()+"/slow", nil)
+		req.Header.Set(reqIDHeader, "inflight")
+		resp, err := c.Do(req)
+		if err != nil {
+			got <- answer{body: err.Error()}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		got <- answer{resp.StatusCode, string(b)}
+	}()
+	recvWithin(t, fm.started, 10*time.Second, "the request at the member")
+	if err := r.Unlisten(); err != nil {
+		t.Fatalf("Unlisten: %v", err)
+	}
+	ln, err := net.Listen("tcp", r.Addr())
+	if err != nil {
+		t.Fatalf("port not free after Unlisten: %v", err)
+	}
+	_ = ln.Close()
+	fm.release()
+	if a := recvWithin(t, got, 10*time.Second, "the in-flight answer"); a.code != http.StatusOK || a.body != "slow from a0" {
+		t.Fatalf("in-flight request: %d %q", a.code, a.body)
+	}
+	if err := r.Unlisten(); err != nil {
+		t.Fatalf("second Unlisten: %v", err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close after Unlisten: %v", err)
+	}
+}

@@ -182,6 +182,7 @@ type Router struct {
 	started bool
 	closed  bool
 	ln      net.Listener
+	lim     *limitListener // ln, bounded; closed by Unlisten or Close
 	srv     *http.Server
 	bgCtx   context.Context
 	bgStop  context.CancelFunc
@@ -354,10 +355,12 @@ func (r *Router) Start(ctx context.Context) error {
 	}
 	r.bgCtx, r.bgStop = context.WithCancel(context.Background())
 	lim := newLimitListener(ln, r.cfg.MaxConns)
+	r.lim = lim
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		if err := r.srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		// net.ErrClosed: Unlisten closed the listener.
+		if err := r.srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 			r.log.Error("serving stopped", "addr", ln.Addr().String(), "error", err)
 		}
 	}()
@@ -389,6 +392,21 @@ func (r *Router) Addr() string {
 		return r.ln.Addr().String()
 	}
 	return r.cfg.ListenAddr
+}
+
+// Unlisten closes the router's listener: when it returns the port is
+// free for another listener (a router replacing this one), while the
+// requests in flight and the client connections already open are served
+// on until Close drains them. Before Start, and after the first call, it
+// does nothing.
+func (r *Router) Unlisten() error {
+	r.mu.Lock()
+	lim := r.lim
+	r.mu.Unlock()
+	if lim == nil {
+		return nil
+	}
+	return lim.Close()
 }
 
 // Close stops listening, waits up to Config.DrainTimeout for in-flight
