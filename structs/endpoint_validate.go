@@ -3,6 +3,7 @@ package structs
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"unicode"
@@ -195,6 +196,12 @@ func endpointGroupProblems(jobType string, tg *TaskGroup) []string {
 			add("models_path: %q must start with \"/\"", truncate(mp, 80))
 		case strings.ContainsFunc(mp, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '?' || r == '#' || !unicode.IsPrint(r) }):
 			add("models_path: %q must not hold spaces, control characters, '?' or '#'", truncate(mp, 80))
+		default:
+			// The router's verifier requests http://<member><models_path>:
+			// a path it cannot parse would leave every member unadmitted.
+			if _, err := url.ParseRequestURI(mp); err != nil {
+				add("models_path: %q is not a valid URL path: %v", truncate(mp, 80), errors.Unwrap(err))
+			}
 		}
 	}
 	switch {

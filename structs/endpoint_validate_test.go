@@ -61,6 +61,10 @@ func TestEndpointValidate(t *testing.T) {
 		{"models path relative", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "v1/models" }, `endpoint: models_path: "v1/models" must start with "/"`},
 		{"models path query", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/v1/models?x=1" }, `endpoint: models_path: "/v1/models?x=1" must not hold`},
 		{"models path space", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/v1/ models" }, `models_path: "/v1/ models" must not hold`},
+		// The router's verifier could never build the request: the
+		// members would never be admitted, the job accepted.
+		{"models path bad escape", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/v1/%zz" }, `models_path: "/v1/%zz" is not a valid URL path`},
+		{"models path escaped", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/v1/m%2Fodels" }, ""},
 		{"models path CRLF", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/v1\r\nHost: x" }, `models_path:`},
 		{"models path too long", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/" + strings.Repeat("p", 256) }, `models_path: must be at most 256 bytes, got 257`},
 		{"member port unknown", func(j *Job) { j.TaskGroups[0].Endpoint.MemberPort = "grpc" }, `endpoint: member_port: "grpc" is not a port label of the group's network (labels: "http")`},
