@@ -378,3 +378,68 @@ func TestUnlistenFreesThePortWhileInFlightRequestsFinish(t *testing.T) {
 		t.Fatalf("Close after Unlisten: %v", err)
 	}
 }
+
+// TestMemberTrailerBombIsBounded: trailers after a chunked body are
+// headers too; a member sending trailers that never end is cut after
+// MaxResponseHeaderBytes, and the client's connection with it.
+func TestMemberTrailerBombIsBounded(t *testing.T) {
+	const bomb = 64 << 20
+	var written atomic.Int64
+	done := make(chan struct{})
+	rm := newRawMember(t, func(c net.Conn, _ *http.Request) {
+		defer close(done)
+		if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-Bomb: "); err != nil {
+			return
+		}
+		chunk := []byte(strings.Repeat("a", 64<<10))
+		for written.Load() < bomb {
+			_ = c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			n, err := c.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, _ = c.Read(make([]byte, 1))
+	})
+	r := startRouter(t, nil)
+	r.SetMembers([]Member{rm.member("a0")})
+	waitAdmitted(t, r, "a0")
+	req, _ := http.NewRequest(http.MethodGet, "http://"+r.Addr()+"/v1/chat/completions", nil)
+	resp, err := testClient(t).Do(req)
+	if err == nil {
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Errorf("the response with the endless trailer read as complete")
+	}
+	recvWithin(t, done, 20*time.Second, "the member's writer to stop")
+	if w := written.Load(); w >= bomb {
+		t.Fatalf("the router read all %d bytes of the member's endless trailer; want it to stop near %d", w, MaxResponseHeaderBytes)
+	}
+}
+
+// TestTrailersPassThrough: a member's trailers, declared or not, reach
+// the client after the body.
+func TestTrailersPassThrough(t *testing.T) {
+	rm := newRawMember(t, func(c net.Conn, _ *http.Request) {
+		io.WriteString(c, "HTTP/1.1 200 OK\r\nTrailer: X-Usage\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\nX-Usage: 42 tokens\r\n\r\n")
+	})
+	r := startRouter(t, nil)
+	r.SetMembers([]Member{rm.member("a0")})
+	waitAdmitted(t, r, "a0")
+	resp, err := testClient(t).Get("http://" + r.Addr() + "/v1/chat/completions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || string(b) != "hello world" {
+		t.Fatalf("body %q, %v", b, err)
+	}
+	if v := resp.Trailer.Get("X-Usage"); v != "42 tokens" {
+		t.Fatalf("trailer X-Usage %q (trailers %v)", v, resp.Trailer)
+	}
+}
