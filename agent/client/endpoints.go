@@ -556,16 +556,24 @@ func (ar *allocRunner) checksPassing() bool {
 
 // endpointIdentity returns the member's identity, computed once per start
 // of its tasks (a restart computes it again: the binary may have changed).
+// A failure is not kept: it is asked again at the next reconcile. After a
+// client restart the restored task states say running before the driver
+// has reattached the task, and the identity asked in that window fails;
+// kept, it stood until the task's next start, which a reattached member
+// never has, so the member was never admitted again. (A binary that
+// cannot be hashed is asked again each time too; its file digest is not
+// cached either, and the usual failures, not running, not a regular file,
+// too large, cost no read.)
 func (ar *allocRunner) endpointIdentity(tg *structs.TaskGroup, digests *fileDigestCache) (structs.EndpointIdentity, error) {
 	var started int64
 	ar.mu.Lock()
 	for _, ts := range ar.taskStates {
 		started += ts.StartedAt + int64(ts.Restarts)
 	}
-	if ar.epIdentity != nil && ar.epIdentityStart == started {
-		id, err := *ar.epIdentity, ar.epIdentityErr
+	if ar.epIdentity != nil && ar.epIdentityErr == nil && ar.epIdentityStart == started {
+		id := *ar.epIdentity
 		ar.mu.Unlock()
-		return id, err
+		return id, nil
 	}
 	ar.mu.Unlock()
 	id, _, err := ar.identityOf(tg, digests)
