@@ -443,3 +443,58 @@ func TestTrailersPassThrough(t *testing.T) {
 		t.Fatalf("trailer X-Usage %q (trailers %v)", v, resp.Trailer)
 	}
 }
+
+// TestEarlyMemberAnswerIsRelayed: a member that answers before reading a
+// large request body (413, 401) and closes makes the router's write fail
+// part way; the client must get the member's answer, not a 502 that
+// blames the member.
+func TestEarlyMemberAnswerIsRelayed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				req, err := http.ReadRequest(br)
+				if err != nil {
+					return
+				}
+				if req.URL.Path == structs.DefaultEndpointModelsPath {
+					body := fmt.Sprintf(`{"data":[{"id":%q}]}`, testModel)
+					fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+					return
+				}
+				// Answer at once, the body unread, and close.
+				io.WriteString(c, "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo big!")
+			}()
+		}
+	}()
+	r := startRouter(t, nil)
+	r.SetMembers([]Member{{AllocID: "a0", Addr: ln.Addr().String(), Identity: testIdentity, ChecksPassing: true}})
+	waitAdmitted(t, r, "a0")
+	resp, err := testClient(t).Post("http://"+r.Addr()+"/v1/chat/completions", "application/json", strings.NewReader(strings.Repeat("x", 32<<20)))
+	if err != nil {
+		t.Fatalf("post: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || string(b) != "too big!" {
+		t.Fatalf("status %d body %q, want the member's 413 \"too big!\"", resp.StatusCode, b)
+	}
+	if got := resp.Header.Get(MemberHeader); got != "a0" {
+		t.Fatalf("%s %q", MemberHeader, got)
+	}
+	for _, m := range r.Status().Members {
+		if m.Failed != 0 {
+			t.Fatalf("member blamed for its own early answer: %d failures", m.Failed)
+		}
+	}
+}
