@@ -153,6 +153,11 @@ func (s *Server) EndpointAliasPromote(ctx context.Context, args *structs.Endpoin
 	if err := structs.ValidateEndpointAliasName("alias", args.Alias); err != nil {
 		return nil, 0, err
 	}
+	if args.Alias == structs.ReservedEndpointName {
+		// Checked here, not in the stored alias's Validate, so that a log
+		// written before the rule still applies.
+		return nil, 0, fmt.Errorf("%w: alias: %q is reserved (GET /v1/endpoint/%s lists the aliases)", structs.ErrInvalid, args.Alias, structs.ReservedEndpointName)
+	}
 	if err := structs.ValidateEndpointAliasName("Endpoint", args.Endpoint); err != nil {
 		return nil, 0, err
 	}

@@ -78,6 +78,9 @@ const (
 
 	// MaxModelsBodyBytes bounds a member's models listing (1 MiB).
 	MaxModelsBodyBytes = 1 << 20
+	// MaxResponseHeaderBytes bounds a member's response status lines and
+	// headers, 1xx responses included (1 MiB).
+	MaxResponseHeaderBytes = 1 << 20
 	// MaxMembers bounds the member set; SetMembers ignores the rest.
 	MaxMembers = 64
 
@@ -179,7 +182,7 @@ type Router struct {
 	started bool
 	closed  bool
 	ln      net.Listener
-	lim     *limitListener
+	lim     *limitListener // ln, bounded; closed by Unlisten or shutdown
 	bgCtx   context.Context
 	bgStop  context.CancelFunc
 	bg      sync.WaitGroup // verifiers and the notifier
@@ -392,6 +395,21 @@ func (r *Router) Addr() string {
 		return r.ln.Addr().String()
 	}
 	return r.cfg.ListenAddr
+}
+
+// Unlisten closes the router's listener: when it returns the port is
+// free for another listener (a router replacing this one), while the
+// requests in flight and the client connections already open are served
+// on until Close drains them. Before Start, and after the first call, it
+// does nothing.
+func (r *Router) Unlisten() error {
+	r.mu.Lock()
+	lim := r.lim
+	r.mu.Unlock()
+	if lim == nil {
+		return nil
+	}
+	return lim.Close()
 }
 
 // Close stops listening, waits up to Config.DrainTimeout for in-flight
