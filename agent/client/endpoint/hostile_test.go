@@ -483,9 +483,29 @@ func TestEarlyMemberAnswerIsRelayed(t *testing.T) {
 	r := startRouter(t, nil)
 	r.SetMembers([]Member{{AllocID: "a0", Addr: ln.Addr().String(), Identity: testIdentity, ChecksPassing: true}})
 	waitAdmitted(t, r, "a0")
-	resp, err := testClient(t).Post("http://"+r.Addr()+"/v1/chat/completions", "application/json", strings.NewReader(strings.Repeat("x", 32<<20)))
+	// A raw client that reads the answer while it still writes the body:
+	// Go's http.Client may report its own write error (the router stops
+	// reading once it has the member's answer) before it reads the
+	// answer, which would make this test race the client, not the router.
+	c, err := net.Dial("tcp", r.Addr())
 	if err != nil {
-		t.Fatalf("post: %v", err)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+	const size = 32 << 20
+	go func() {
+		fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for sent := 0; sent < size; sent += len(chunk) {
+			if _, err := c.Write(chunk); err != nil {
+				return // the router stopped reading: expected
+			}
+		}
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("read answer: %v", err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
