@@ -234,14 +234,8 @@ func (ar *allocRunner) finish() {
 		return
 	}
 	if structs.AllocClientStatusComplete == rec.ClientStatus || structs.AllocClientStatusFailed == rec.ClientStatus {
-		if err := ar.c.state.putTerminal(ar.alloc.ID, rec); err != nil {
+		if err := ar.c.state.finishAlloc(ar.alloc.ID, rec); err != nil {
 			ar.logger.Error("record final alloc status", "error", err)
-		}
-		if err := ar.c.state.deleteHandles(ar.alloc.ID); err != nil {
-			ar.logger.Warn("forget task handles", "error", err)
-		}
-		if err := ar.c.state.deleteAllocStart(ar.alloc.ID); err != nil {
-			ar.logger.Warn("forget allocation start", "error", err)
 		}
 	}
 	ar.logger.Info("allocation finished", "client_status", rec.ClientStatus)
