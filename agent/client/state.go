@@ -26,6 +26,11 @@ type allocRecord struct {
 	ClientStatus      string
 	ClientDescription string
 	TaskStates        map[string]*structs.TaskState
+	// JobID and LogsPending are set while the log archive of the
+	// allocation, reported finished already, is not uploaded yet: a client
+	// that restarts finds it so and uploads it then (resumeLogArchives).
+	JobID       string `json:",omitempty"`
+	LogsPending bool   `json:",omitempty"`
 }
 
 // openState opens or creates the state file. It fails after 2 seconds if
