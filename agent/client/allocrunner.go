@@ -27,15 +27,17 @@ type allocRunner struct {
 	alloc *structs.Allocation
 
 	mu sync.Mutex
-	// outputs and logArchive are set once every task is dead and the
-	// uploads are done (artifacts_hooks.go); sent with the final update.
+	// outputs are set once every task is dead and their uploads are done
+	// (artifacts_hooks.go), sent with the final update; logArchive once
+	// the log archive is uploaded after it, sent in an update of its own.
 	outputs    []*structs.ArtifactRef
 	logArchive string
-	// collected is set once the outputs and logs are uploaded (or there
-	// was nothing to do): until then an allocation whose tasks are all
-	// dead still reports running, so the servers never see it finished
-	// without its outputs (a collector could remove it first), nor free
-	// its devices while the uploads read its directory.
+	// collected is set once the outputs are uploaded (or there were
+	// none): until then an allocation whose tasks are all dead still
+	// reports running, so the servers never see it finished without its
+	// outputs (a collector could remove it first), nor free its devices
+	// while the uploads read its directory. The log archive is read from
+	// files the tasks no longer write, after the final report.
 	collected bool
 	// logsPending is set from the final status report until the log
 	// archive is uploaded (or failed): the state file says so meanwhile.
