@@ -18,12 +18,12 @@ import (
 
 // testParent is a parent cgroup of this test process's own, so tests
 // never touch the agent's "gpulayer" cgroups.
-func testParent(t testing.TB) string {
+func testParent(t *testing.T) string {
 	return fmt.Sprintf("gpulayer-test-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-"))
 }
 
 // needRoot skips a test that writes to the host's cgroups when it cannot.
-func needRoot(t testing.TB, files ...string) {
+func needRoot(t *testing.T, files ...string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to create cgroups")
@@ -37,7 +37,7 @@ func needRoot(t testing.TB, files ...string) {
 
 // removeParents removes the test's parent cgroup from every hierarchy
 // it was made in, once the test ends.
-func removeParents(t testing.TB, m *Manager) {
+func removeParents(t *testing.T, m *Manager) {
 	t.Cleanup(func() {
 		dirs := m.v1
 		if m.v2 != "" {

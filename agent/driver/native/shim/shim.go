@@ -183,25 +183,31 @@ func run() int {
 	}
 	defer stderr.Close()
 
-	newCmd := func() *exec.Cmd {
-		cmd := exec.Command(spec.Path)
-		cmd.Args = spec.Args
-		cmd.Dir = spec.Dir
-		cmd.Env = spec.Env
-		cmd.Stdout = stdout
-		cmd.Stderr = stderr
-		// The task leads its own process group inside the shim's
-		// session, so a stop signal reaches every process it started,
-		// and not the shim.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if spec.UID != nil && spec.GID != nil {
-			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: *spec.UID, Gid: *spec.GID, Groups: spec.Groups}
-		}
-		cmd.WaitDelay = IOWaitDelay
-		return cmd
+	cmd := exec.Command(spec.Path)
+	cmd.Args = spec.Args
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	// The task leads its own process group inside the shim's session, so
+	// a stop signal reaches every process it started, and not the shim.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if spec.UID != nil && spec.GID != nil {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: *spec.UID, Gid: *spec.GID, Groups: spec.Groups}
 	}
-	cmd, err := startTask(spec.Cgroup, newCmd)
-	if err != nil {
+	cmd.WaitDelay = IOWaitDelay
+	// The task must be in its cgroup before its first instruction. On v2
+	// it is cloned straight into it. On v1 the shim joins the task's
+	// cgroups for the fork and goes back right after, so the task inherits
+	// them; that is safe here because the shim starts nothing else, and
+	// it keeps the shim (its memory, and a kill of the cgroup) out of the
+	// task's cgroup afterwards. Moving the task in after the start would
+	// let it run unlimited, and fork children outside, for a moment.
+	start := cmd.Start
+	if spec.Cgroup != nil {
+		start = func() error { return spec.Cgroup.Start(cmd) }
+	}
+	if err := start(); err != nil {
 		return fail(fmt.Errorf("start command %q: %w", spec.Args[0], err))
 	}
 	report("started %d", cmd.Process.Pid)
@@ -212,32 +218,6 @@ func run() int {
 		return 1
 	}
 	return 0
-}
-
-// startTask starts the command newCmd makes, inside its cgroup before its
-// first instruction when cg is set. On v2 it is cloned straight into it.
-// On v1 it is started stopped at its exec (ptrace), moved into each
-// hierarchy's directory and let go (cgroups.Placement.StartStopped): one
-// migration per hierarchy, of the task alone, where joining the task's
-// cgroups with the shim for the fork and going back (Placement.Start)
-// moves the shim and all its threads twice per hierarchy
-// (BenchmarkV1PlacementStart). Where ptrace is refused (Yama's
-// ptrace_scope 3, a seccomp policy) the join-and-leave start is used: the
-// shim starts nothing else, so the task alone inherits the cgroups, and
-// the shim is out of them again once the task runs. Moving the task in
-// after a plain start would let it run unlimited, and fork children
-// outside, for a moment.
-func startTask(cg *cgroups.Placement, newCmd func() *exec.Cmd) (*exec.Cmd, error) {
-	cmd := newCmd()
-	if cg == nil {
-		return cmd, cmd.Start()
-	}
-	err := cg.StartStopped(cmd)
-	if err != nil && cmd.Process == nil && errors.Is(err, syscall.EPERM) && cg.Mode == cgroups.ModeV1 {
-		cmd = newCmd()
-		err = cg.Start(cmd)
-	}
-	return cmd, err
 }
 
 // closeOnExecFrom marks every open file descriptor from min on
