@@ -25,11 +25,6 @@ Usage: gpulayer endpoint <subcommand> [options] [args]
   members on one node behind that node's router) and promote aliases
   such as llm.primary onto them. Readiness is not promotion: a healthy
   endpoint serves an alias only once someone promotes it.
-
-Subcommands:
-    status     Show where endpoints run and how many members serve
-    promote    Point an alias at an endpoint
-    demote     Remove an alias
 `)
 }
 
