@@ -57,9 +57,9 @@ func (s *Server) EndpointList(ctx context.Context, ns string, q *structs.QueryOp
 func (s *Server) EndpointGet(ctx context.Context, ns, name string, q *structs.QueryOptions) (*structs.EndpointView, structs.QueryMeta, error) {
 	// dangling is the endpoint an alias of that name resolves to when no
 	// job declares it any more (purged since the promotion).
-	var dangling string
+	var dangling, danglingJob string
 	resp, meta, err := s.blockingQuery(ctx, q, func(ws memdb.WatchSet, st *state.StateStore) (interface{}, uint64, error) {
-		dangling = ""
+		dangling, danglingJob = "", ""
 		snap, err := st.Snapshot()
 		if err != nil {
 			return nil, 0, err
@@ -85,8 +85,12 @@ func (s *Server) EndpointGet(ctx context.Context, ns, name string, q *structs.Qu
 			if views, err = endpointViews(ws, snap, ns, func(n string) bool { return n == target }); err != nil {
 				return nil, 0, err
 			}
+			// Only the declaration by the job the alias was promoted
+			// onto counts.
+			views = slices.DeleteFunc(views, func(v *structs.EndpointView) bool { return v.JobID != a.JobID })
 			if len(views) == 0 {
 				dangling = a.Endpoint
+				danglingJob = a.JobID
 			}
 		}
 		for _, v := range views {
@@ -104,8 +108,8 @@ func (s *Server) EndpointGet(ctx context.Context, ns, name string, q *structs.Qu
 	}
 	v, _ := resp.(*structs.EndpointView)
 	if v == nil && dangling != "" {
-		return nil, meta, fmt.Errorf("alias %q in namespace %q resolves to endpoint %q, which no job declares any more (its job was purged): promote the alias onto another endpoint or demote it: %w",
-			name, ns, dangling, structs.ErrNotFound)
+		return nil, meta, fmt.Errorf("alias %q in namespace %q resolves to endpoint %q of job %q, which no longer declares it (purged, or the name now belongs to another job, which an alias never follows): promote the alias again or demote it: %w",
+			name, ns, dangling, danglingJob, structs.ErrNotFound)
 	}
 	if v == nil {
 		return nil, meta, fmt.Errorf("endpoint or alias %q in namespace %q: %w", name, ns, structs.ErrNotFound)
@@ -276,9 +280,12 @@ func endpointViews(ws memdb.WatchSet, snap *state.StateSnapshot, ns string, keep
 	if err != nil {
 		return nil, err
 	}
+	// An alias resolves to the endpoint of the job it was promoted onto
+	// (EndpointAlias.JobID), never to another job that later declares
+	// the same endpoint name: readiness is not promotion.
 	byEndpoint := map[string][]string{}
 	for _, a := range aliases {
-		k := a.Namespace + "\x00" + a.Endpoint
+		k := a.Namespace + "\x00" + a.Endpoint + "\x00" + a.JobID
 		byEndpoint[k] = append(byEndpoint[k], a.Name)
 	}
 	var out []*structs.EndpointView
@@ -304,7 +311,7 @@ func endpointViews(ws memdb.WatchSet, snap *state.StateSnapshot, ns string, keep
 			}
 			// A stopped job's endpoint is no alias target: an alias
 			// resolves to the live declaration (or to nothing live).
-			v.Aliases = byEndpoint[j.Namespace+"\x00"+tg.Endpoint.Name]
+			v.Aliases = byEndpoint[j.Namespace+"\x00"+tg.Endpoint.Name+"\x00"+j.ID]
 			out = append(out, v)
 		}
 	}

@@ -231,8 +231,22 @@ func TestEndpointAliasPromotion(t *testing.T) {
 	f.apply(t, structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{JobID: stopped.ID, Purge: true})
 	_, _, err = f.s.EndpointGet(ctx, "default", "llm.canary", nil)
 	if !errors.Is(err, structs.ErrNotFound) || !strings.Contains(err.Error(), `alias "llm.canary"`) ||
-		!strings.Contains(err.Error(), `endpoint "llm-b", which no job declares`) || !strings.Contains(err.Error(), "demote") {
+		!strings.Contains(err.Error(), `endpoint "llm-b" of job "llm-b-job", which no longer declares it`) || !strings.Contains(err.Error(), "demote") {
 		t.Fatalf("alias of a purged job's endpoint: %v", err)
+	}
+
+	// Another job that now declares llm-b is not promoted by the old
+	// alias: readiness is not promotion. Its endpoint lists no alias and
+	// the alias still reads as dangling.
+	other := f.jobs["llm-idle"].Copy()
+	other.ID = "other-job"
+	other.TaskGroups[0].Endpoint.Name = "llm-b"
+	f.apply(t, structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: other})
+	if v, _, err := f.s.EndpointGet(ctx, "default", "llm-b", nil); err != nil || v.JobID != "other-job" || len(v.Aliases) != 0 {
+		t.Fatalf("llm-b of another job = %+v, %v; want no alias", v, err)
+	}
+	if _, _, err := f.s.EndpointGet(ctx, "default", "llm.canary", nil); !errors.Is(err, structs.ErrNotFound) || !strings.Contains(err.Error(), "never follows") {
+		t.Fatalf("alias followed the name to another job: %v", err)
 	}
 }
 
