@@ -135,6 +135,7 @@ func (c *EndpointStatusCommand) info(client *api.Client, name string) int {
 		{"Node", nodeLabel(e)},
 		{"Node ID", e.NodeID},
 		{"Node Availability", e.NodeAvailability},
+		{"Address", e.Address},
 		{"Job ID", e.JobID},
 		{"Job Version", fmt.Sprint(e.JobVersion)},
 		{"Task Group", e.TaskGroup},

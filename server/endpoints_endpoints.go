@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -361,6 +363,11 @@ func endpointView(ws memdb.WatchSet, snap *state.StateSnapshot, job *structs.Job
 		if v.NodeID == "" && a.NodeID != "" {
 			v.NodeID = a.NodeID
 		}
+		if v.Address == "" && a.AllocatedResources != nil && a.AllocatedResources.Shared != nil {
+			if ae := a.AllocatedResources.Shared.Endpoint; ae != nil && ae.HostIP != "" && ae.Port > 0 {
+				v.Address = net.JoinHostPort(ae.HostIP, strconv.Itoa(ae.Port))
+			}
+		}
 		v.MemberList = append(v.MemberList, m)
 	}
 	slices.SortStableFunc(v.MemberList, func(a, b *structs.EndpointMemberView) int { return a.Index - b.Index })
@@ -372,6 +379,9 @@ func endpointView(ws memdb.WatchSet, snap *state.StateSnapshot, job *structs.Job
 		}
 		if n != nil {
 			v.NodeName = n.Name
+			if v.Address == "" && n.HostIP() != "" {
+				v.Address = net.JoinHostPort(n.HostIP(), strconv.Itoa(ep.Port))
+			}
 			v.NodeAvailability = structs.AvailabilityContinuous
 			if n.IsOpportunistic() {
 				v.NodeAvailability = structs.AvailabilityOpportunistic

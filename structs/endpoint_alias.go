@@ -136,6 +136,10 @@ type EndpointView struct {
 	NodeID           string
 	NodeName         string
 	NodeAvailability string
+	// Address is where the node's router listens ("10.0.0.5:9000"): the
+	// host IP the plan gave the endpoint's port, else the node's address;
+	// "" when no member is placed.
+	Address string
 	// Members is the number of live (not terminal) allocations; Admitted
 	// how many of them the router admits.
 	Members  int

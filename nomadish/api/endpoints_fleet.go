@@ -34,6 +34,8 @@ type EndpointView struct {
 	NodeID           string
 	NodeName         string
 	NodeAvailability string
+	// Address is the router's "host:port" ("" until placed).
+	Address string `json:",omitempty"`
 	// Members counts the live allocations; Admitted those the router
 	// admits.
 	Members    int

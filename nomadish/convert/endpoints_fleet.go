@@ -12,7 +12,7 @@ func EndpointViewFromStructs(v *structs.EndpointView) *api.EndpointView {
 	}
 	out := &api.EndpointView{Namespace: v.Namespace, Name: v.Name, JobID: v.JobID, JobVersion: v.JobVersion, TaskGroup: v.Group,
 		Model: v.Model, Revision: v.Revision, Port: v.Port, Count: v.Count, NodeID: v.NodeID, NodeName: v.NodeName,
-		NodeAvailability: v.NodeAvailability, Members: v.Members, Admitted: v.Admitted, Status: v.Status,
+		NodeAvailability: v.NodeAvailability, Address: v.Address, Members: v.Members, Admitted: v.Admitted, Status: v.Status,
 		MemberList: make([]*api.EndpointMemberView, 0, len(v.MemberList)), Aliases: append([]string{}, v.Aliases...)}
 	for _, m := range v.MemberList {
 		if m == nil {
