@@ -68,6 +68,7 @@ func (s *Server) provisionLoop(ctx context.Context) {
 			_, err := s.NodeUpdateDrain(ctx, &NodeDrainRequest{NodeID: nodeID, Enable: true})
 			return err
 		},
+		Deregister:        s.provisionDeregister,
 		DeviceStats:       pc.DeviceStats,
 		Interval:          pc.Interval,
 		ReconcileInterval: pc.ReconcileInterval,
@@ -79,6 +80,26 @@ func (s *Server) provisionLoop(ctx context.Context) {
 		return
 	}
 	p.Run(ctx)
+}
+
+// provisionDeregister removes the node of a terminated host the normal
+// way: marked down (its allocations lost, their jobs re-evaluated, its
+// heartbeat timer stopped), then purged, only if it has not changed since
+// (a host that came back and registered again keeps its node).
+func (s *Server) provisionDeregister(ctx context.Context, nodeID string) error {
+	if _, err := s.NodeUpdateStatus(ctx, nodeID, structs.NodeStatusDown); err != nil {
+		return err
+	}
+	n, err := s.fsm.State().NodeByID(nil, nodeID)
+	if err != nil || n == nil {
+		return err
+	}
+	if n.Status != structs.NodeStatusDown {
+		return fmt.Errorf("node %s: status %s after marking it down", nodeID, n.Status)
+	}
+	req := &structs.GCPurgeRequest{Nodes: []*structs.GCNodePurge{{NodeID: nodeID, ModifyIndex: n.ModifyIndex}}}
+	_, _, err = s.raftApply(structs.GCPurgeRequestType, req)
+	return err
 }
 
 // provisionJoin is what new hosts need to join this cluster.

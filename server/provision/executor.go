@@ -97,6 +97,9 @@ func (p *Provisioner) execute(ctx context.Context, pool *structs.NodePool, r *st
 	if aerr != nil {
 		p.logger.Warn("record provider answer", "pool", pool.Name, "request_id", r.ID, "error", aerr)
 	}
+	if applied && err == nil && r.Op == structs.ProvisionOpTerminate {
+		p.deregisterNode(ctx, pool.Name, r.NodeName)
+	}
 	if applied || aerr != nil || err != nil || r.Op != structs.ProvisionOpCreate {
 		return
 	}
@@ -110,6 +113,34 @@ func (p *Provisioner) execute(ctx context.Context, pool *structs.NodePool, r *st
 	if terr := p.recordTerminate(pool.Name, host.ID, r.NodeName, "", reasonReconcilePrefix+"host "+host.ID+" of a superseded create: terminate", now); terr != nil {
 		p.logger.Warn("record terminate of superseded host", "host_id", host.ID, "error", terr)
 	}
+}
+
+// deregisterNode removes the node named nodeName of pool, whose host is
+// gone, through Config.Deregister. Failures are logged: the node then goes
+// down by heartbeat as it would without this.
+func (p *Provisioner) deregisterNode(ctx context.Context, pool, nodeName string) {
+	if p.cfg.Deregister == nil || nodeName == "" {
+		return
+	}
+	nodes, err := poolNodes(p.cfg.State(), pool)
+	if err != nil {
+		p.logger.Warn("read nodes of terminated host", "pool", pool, "node", nodeName, "error", err)
+		return
+	}
+	n := nodes[nodeName]
+	if n == nil {
+		return // never joined, or already gone
+	}
+	dctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	defer cancel()
+	if err := p.cfg.Deregister(dctx, n.ID); err != nil {
+		p.logger.Warn("deregister node of terminated host", "pool", pool, "node_id", n.ID, "node", nodeName, "error", err)
+		return
+	}
+	p.mu.Lock()
+	delete(p.idle, n.ID)
+	p.mu.Unlock()
+	p.logger.Info("deregistered node of terminated host", "pool", pool, "node_id", n.ID, "node", nodeName)
 }
 
 func providerName(p Provider) string {
