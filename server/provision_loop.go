@@ -35,7 +35,8 @@ type ProvisionConfig struct {
 	// Region is the region new hosts register in.
 	Region string
 	// DeviceStats, when set, returns a node's latest GPU telemetry (for a
-	// pool's GPU idle rule); nil: no node meets a GPU idle rule.
+	// pool's GPU idle rule); nil: the GPU samples the nodes' heartbeats
+	// brought to the leader (NodeHeartbeatGPUs).
 	DeviceStats func(ctx context.Context, node *structs.Node) (*structs.NodeDeviceStats, error)
 	// Interval, ReconcileInterval, CreateTimeout: see provision.Config;
 	// zero means its defaults.
@@ -55,6 +56,10 @@ func (s *Server) provisionLoop(ctx context.Context) {
 		providers = cache.get
 		defer cache.closeAll()
 	}
+	deviceStats := pc.DeviceStats
+	if deviceStats == nil {
+		deviceStats = s.provisionDeviceStats
+	}
 	p, err := provision.New(provision.Config{
 		Logger: s.logger,
 		State:  s.fsm.State,
@@ -69,7 +74,7 @@ func (s *Server) provisionLoop(ctx context.Context) {
 			return err
 		},
 		Deregister:        s.provisionDeregister,
-		DeviceStats:       pc.DeviceStats,
+		DeviceStats:       deviceStats,
 		Interval:          pc.Interval,
 		ReconcileInterval: pc.ReconcileInterval,
 		CreateTimeout:     pc.CreateTimeout,
