@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -47,13 +48,14 @@ func (p *Provisioner) dispatch(ctx context.Context, pool *structs.NodePool, reqs
 func (p *Provisioner) execute(ctx context.Context, pool *structs.NodePool, r *structs.ProvisionRequest) {
 	prov, err := p.cfg.Provider(pool)
 	var host Host
+	join := p.cfg.Join()
 	if err == nil {
 		switch r.Op {
 		case structs.ProvisionOpCreate:
 			cctx, cancel := context.WithTimeout(ctx, p.cfg.CreateTimeout)
 			host, err = prov.Create(cctx, CreateRequest{
 				Pool: pool.Name, IdempotencyKey: r.IdempotencyKey, NodeName: r.NodeName, Shape: r.Shape,
-				Config: pool.Scaling.ProviderConfig, Join: p.cfg.Join(),
+				Config: pool.Scaling.ProviderConfig, Join: join,
 			})
 			cancel()
 			if err == nil && host.ID == "" {
@@ -70,6 +72,10 @@ func (p *Provisioner) execute(ctx context.Context, pool *structs.NodePool, r *st
 			err = fmt.Errorf("unknown op %q", r.Op)
 		}
 	}
+	// A provider's error may quote what it was given (an exec script's
+	// stderr echoing its stdin): the join token never reaches the
+	// request's Error (Raft, status) or the log.
+	err = redactToken(err, join.Token)
 	p.cfg.Metrics.call(pool.Name, r.Op, err)
 	if ctx.Err() != nil {
 		// Leadership lost mid-call: the next leader reconciles (a host
@@ -141,6 +147,16 @@ func (p *Provisioner) deregisterNode(ctx context.Context, pool, nodeName string)
 	delete(p.idle, n.ID)
 	p.mu.Unlock()
 	p.logger.Info("deregistered node of terminated host", "pool", pool, "node_id", n.ID, "node", nodeName)
+}
+
+// redactedToken replaces the join token in provider errors.
+const redactedToken = "<join token redacted>"
+
+func redactToken(err error, token string) error {
+	if err == nil || token == "" || !strings.Contains(err.Error(), token) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), token, redactedToken))
 }
 
 func providerName(p Provider) string {
