@@ -196,6 +196,8 @@ func (c *HTTPServerConn) NodeUpdateStatus(ctx context.Context, nodeID, status st
 	return c.NodeHeartbeatGPUs(ctx, nodeID, status, nil)
 }
 
+var _ GPUHeartbeater = (*HTTPServerConn)(nil)
+
 // NodeHeartbeatGPUs implements GPUHeartbeater: the heartbeat with the
 // GPU samples in its body.
 func (c *HTTPServerConn) NodeHeartbeatGPUs(ctx context.Context, nodeID, status string, gpus []*structs.GPUUsage) (time.Duration, error) {
