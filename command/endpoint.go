@@ -1,7 +1,6 @@
 package command
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -25,11 +24,6 @@ Usage: gpulayer endpoint <subcommand> [options] [args]
   members on one node behind that node's router) and promote aliases
   such as llm.primary onto them. Readiness is not promotion: a healthy
   endpoint serves an alias only once someone promotes it.
-
-Subcommands:
-    status     Show where endpoints run and how many members serve
-    promote    Point an alias at an endpoint
-    demote     Remove an alias
 `)
 }
 
@@ -109,11 +103,9 @@ func (c *EndpointStatusCommand) list(client *api.Client) int {
 func (c *EndpointStatusCommand) info(client *api.Client, name string) int {
 	e, _, err := client.Endpoints().Info(name, nil)
 	if err != nil {
-		var se *api.StatusError
-		if errors.As(err, &se) && se.Code == 404 {
-			return c.Meta.errorf("No endpoint or alias %q found: %v", name, err)
-		}
-		return c.Meta.errorf("Error reading endpoint %q: %v", name, err)
+		// The server's 404 says which: no such name, or an alias whose
+		// endpoint no job declares any more.
+		return c.Meta.errorf("Error reading endpoint or alias %q: %v", name, err)
 	}
 	var alias *api.EndpointAlias
 	if e.Name != name {

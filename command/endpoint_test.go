@@ -94,7 +94,7 @@ func TestEndpointStatusGolden(t *testing.T) {
 	if r.code != 0 || json.Unmarshal([]byte(r.out), &v) != nil || v.Name != "llm-8b" || v.Status != "down" {
 		t.Fatalf("-json: exit %d %s %s", r.code, r.out, r.err)
 	}
-	if r := runCmd(t, ts.URL, "endpoint", "status", "nope"); r.code != 1 || !strings.Contains(r.err, `No endpoint or alias "nope" found`) {
+	if r := runCmd(t, ts.URL, "endpoint", "status", "nope"); r.code != 1 || !strings.Contains(r.err, `endpoint or alias "nope" in namespace "default": not found`) {
 		t.Fatalf("unknown: exit %d %s", r.code, r.err)
 	}
 	if r := runCmd(t, ts.URL, "endpoint", "status", "a", "b"); r.code != 1 || !strings.Contains(r.err, "at most one argument") {

@@ -55,7 +55,11 @@ func (s *Server) EndpointList(ctx context.Context, ns string, q *structs.QueryOp
 // live (not stopped) one is returned. An unknown name gives an error
 // wrapping structs.ErrNotFound.
 func (s *Server) EndpointGet(ctx context.Context, ns, name string, q *structs.QueryOptions) (*structs.EndpointView, structs.QueryMeta, error) {
+	// dangling is the endpoint an alias of that name resolves to when no
+	// job declares it any more (purged since the promotion).
+	var dangling string
 	resp, meta, err := s.blockingQuery(ctx, q, func(ws memdb.WatchSet, st *state.StateStore) (interface{}, uint64, error) {
+		dangling = ""
 		snap, err := st.Snapshot()
 		if err != nil {
 			return nil, 0, err
@@ -81,6 +85,9 @@ func (s *Server) EndpointGet(ctx context.Context, ns, name string, q *structs.Qu
 			if views, err = endpointViews(ws, snap, ns, func(n string) bool { return n == target }); err != nil {
 				return nil, 0, err
 			}
+			if len(views) == 0 {
+				dangling = a.Endpoint
+			}
 		}
 		for _, v := range views {
 			if v.Status != structs.EndpointStatusStopped {
@@ -96,6 +103,10 @@ func (s *Server) EndpointGet(ctx context.Context, ns, name string, q *structs.Qu
 		return nil, meta, err
 	}
 	v, _ := resp.(*structs.EndpointView)
+	if v == nil && dangling != "" {
+		return nil, meta, fmt.Errorf("alias %q in namespace %q resolves to endpoint %q, which no job declares any more (its job was purged): promote the alias onto another endpoint or demote it: %w",
+			name, ns, dangling, structs.ErrNotFound)
+	}
 	if v == nil {
 		return nil, meta, fmt.Errorf("endpoint or alias %q in namespace %q: %w", name, ns, structs.ErrNotFound)
 	}
@@ -152,6 +163,11 @@ func (s *Server) EndpointAliasPromote(ctx context.Context, args *structs.Endpoin
 	}
 	if err := structs.ValidateEndpointAliasName("alias", args.Alias); err != nil {
 		return nil, 0, err
+	}
+	if args.Alias == structs.ReservedEndpointName {
+		// Checked here, not in the stored alias's Validate, so that a log
+		// written before the rule still applies.
+		return nil, 0, fmt.Errorf("%w: alias: %q is reserved (GET /v1/endpoint/%s lists the aliases)", structs.ErrInvalid, args.Alias, structs.ReservedEndpointName)
 	}
 	if err := structs.ValidateEndpointAliasName("Endpoint", args.Endpoint); err != nil {
 		return nil, 0, err

@@ -225,6 +225,15 @@ func TestEndpointAliasPromotion(t *testing.T) {
 	if _, _, err := f.s.EndpointAliasPromote(ctx, &structs.EndpointAliasPromoteArgs{Alias: "llm.primary", Endpoint: "llm-b"}); !errors.Is(err, structs.ErrNotFound) {
 		t.Fatalf("promotion onto a stopped job's endpoint: %v", err)
 	}
+
+	// llm.canary still names llm-b once its job is purged: the read says
+	// the alias exists and what to do, not that no such name exists.
+	f.apply(t, structs.JobDeregisterRequestType, &structs.JobDeregisterRequest{JobID: stopped.ID, Purge: true})
+	_, _, err = f.s.EndpointGet(ctx, "default", "llm.canary", nil)
+	if !errors.Is(err, structs.ErrNotFound) || !strings.Contains(err.Error(), `alias "llm.canary"`) ||
+		!strings.Contains(err.Error(), `endpoint "llm-b", which no job declares`) || !strings.Contains(err.Error(), "demote") {
+		t.Fatalf("alias of a purged job's endpoint: %v", err)
+	}
 }
 
 // TestEndpointAliasMoveNeverTwoOrNone (issue 14, Must show 4): an alias

@@ -15,7 +15,9 @@ import (
 // index. Indexes in the input are ignored. It returns errors wrapping
 // structs.ErrInvalid for no pools or more than
 // structs.MaxNodePoolsPerRequest, a pool that fails Validate, a name given
-// twice, or the built-in "all" (which cannot be modified); and errors
+// twice, the built-in "all" (which cannot be modified), or a scaling
+// policy whose provider config the provider refuses (checkProviderConfig,
+// on the leader); and errors
 // wrapping structs.ErrNotLeader or structs.ErrShutdown. Nothing is written
 // when the request is refused.
 func (s *Server) UpsertNodePools(ctx context.Context, pools []*structs.NodePool) (uint64, error) {
@@ -47,6 +49,13 @@ func (s *Server) UpsertNodePools(ctx context.Context, pools []*structs.NodePool)
 	}
 	if err := s.readyForWrites(); err != nil {
 		return 0, err
+	}
+	// On the leader, where the provider runs: a provider config it would
+	// refuse at the first create is refused now, not when work is blocked.
+	for _, p := range out {
+		if err := checkProviderConfig(p); err != nil {
+			return 0, fmt.Errorf("node pool upsert: %w: node pool %q: scaling: config: %v", structs.ErrInvalid, p.Name, err)
+		}
 	}
 	_, index, err := s.raftApply(structs.NodePoolUpsertRequestType, &structs.NodePoolUpsertRequest{NodePools: out})
 	if err != nil {

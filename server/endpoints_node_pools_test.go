@@ -201,3 +201,37 @@ func TestNodeJoiningPoolPlacesBlockedJob(t *testing.T) {
 		t.Fatalf("placed on %s, want the gpu node %s", allocs[0].NodeID, n.ID)
 	}
 }
+
+// TestNodePoolUpsertChecksProviderConfig: a provider config the provider
+// would refuse at its first create (a misspelt docker key, an exec
+// command that is not there) is refused by the upsert, naming the pool
+// and the key, and nothing is stored.
+func TestNodePoolUpsertChecksProviderConfig(t *testing.T) {
+	s := servertest.NewServer(t)
+	ctx := ctxT(t)
+	typo := gpuPool("gpu")
+	typo.Scaling.ProviderConfig = map[string]string{"memory": "512"}
+	noCmd := gpuPool("gpu-exec")
+	noCmd.Scaling.Provider = "exec"
+	noCmd.Scaling.ProviderConfig = map[string]string{"command": "/nonexistent/provider.sh"}
+	for _, c := range []struct {
+		pool *structs.NodePool
+		want []string
+	}{
+		{typo, []string{`node pool "gpu"`, `unknown key "memory"`, "memory_mb"}},
+		{noCmd, []string{`node pool "gpu-exec"`, "command", "/nonexistent/provider.sh"}},
+	} {
+		_, err := s.UpsertNodePools(ctx, []*structs.NodePool{c.pool})
+		if !errors.Is(err, structs.ErrInvalid) {
+			t.Fatalf("%s: err = %v, want invalid", c.pool.Name, err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error %q lacks %q", c.pool.Name, err, w)
+			}
+		}
+		if _, _, err := s.NodePoolGet(ctx, c.pool.Name, nil); !errors.Is(err, structs.ErrNotFound) {
+			t.Errorf("%s stored after a refused upsert: %v", c.pool.Name, err)
+		}
+	}
+}

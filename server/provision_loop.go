@@ -169,6 +169,25 @@ func (c *providerCache) get(pool *structs.NodePool) (provision.Provider, error) 
 	return p, nil
 }
 
+// checkProviderConfig parses the provider config of pool's scaling policy
+// as its provider will (docker: every key known and in bounds; exec: the
+// command an executable file on this server), without making a provider.
+// A pool without scaling passes; an unknown provider is Validate's to
+// refuse.
+func checkProviderConfig(pool *structs.NodePool) error {
+	if pool.Scaling == nil {
+		return nil
+	}
+	var err error
+	switch pool.Scaling.Provider {
+	case docker.Name:
+		_, err = docker.ParseSettings(pool.Scaling.ProviderConfig)
+	case provexec.Name:
+		_, err = provexec.ParseConfig(pool.Scaling.ProviderConfig)
+	}
+	return err
+}
+
 func (c *providerCache) closeAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -115,7 +115,19 @@ func poolUnusedTxn(txn *memdb.Txn, name string) error {
 		return err
 	}
 	if len(nodes) > 0 {
-		return invalid("node pool %q: %d node(s) are in it (first %q); cannot delete", name, len(nodes), nodes[0].ID)
+		// Say what to do: a down node (a terminated host's, say) leaves
+		// only with the node GC; a live one with its agent or a drain.
+		down := 0
+		for _, n := range nodes {
+			if n.Status == structs.NodeStatusDown {
+				down++
+			}
+		}
+		hint := "stop their agents or move them to another pool (client node_pool) first"
+		if down == len(nodes) {
+			hint = "all are down: `gpulayer system gc` removes down nodes, then delete again"
+		}
+		return invalid("node pool %q: %d node(s) are in it (first %q); cannot delete: %s", name, len(nodes), nodes[0].ID, hint)
 	}
 	jobs, err := jobsByNodePoolTxn(txn, nil, name)
 	if err != nil {

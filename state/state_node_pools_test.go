@@ -2,6 +2,7 @@ package state
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,8 +148,18 @@ func TestDeleteNodePoolRefusedWhileUsed(t *testing.T) {
 	if err := s.UpsertNode(3, node); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.DeleteNodePools(4, []string{"gpu"}); !errors.Is(err, structs.ErrInvalid) {
+	if err := s.DeleteNodePools(4, []string{"gpu"}); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "stop their agents") {
 		t.Fatalf("delete with a node in it: err = %v", err)
+	}
+	// A down node (a scaled-in host's) is there until the node GC: the
+	// refusal says so.
+	downNode := node.Copy()
+	downNode.Status = structs.NodeStatusDown
+	if err := s.UpsertNode(5, downNode); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteNodePools(5, []string{"gpu"}); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "gpulayer system gc") {
+		t.Fatalf("delete with a down node in it: err = %v", err)
 	}
 	if err := s.DeleteNode(5, node.ID); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package structs
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"unicode"
@@ -23,6 +24,11 @@ const (
 // validEndpointName is a DNS-label-like name: lowercase letters, digits,
 // '-' and '.', 1-63 bytes, starting and ending with a letter or digit.
 var validEndpointName = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$`)
+
+// ReservedEndpointName names neither an endpoint nor an alias: GET
+// /v1/endpoint/aliases lists the aliases, so GET /v1/endpoint/{name}
+// could never read one of that name.
+const ReservedEndpointName = "aliases"
 
 // ValidEndpointName reports whether name may name an endpoint.
 func ValidEndpointName(name string) bool { return validEndpointName.MatchString(name) }
@@ -138,6 +144,8 @@ func endpointGroupProblems(jobType string, tg *TaskGroup) []string {
 		add("name: is required")
 	case !validEndpointName.MatchString(e.Name):
 		add("name: %q must be 1-63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit", truncate(e.Name, 80))
+	case e.Name == ReservedEndpointName:
+		add("name: %q is reserved (GET /v1/endpoint/%s lists the aliases)", e.Name, ReservedEndpointName)
 	}
 	labels := map[string]bool{}
 	var order []string
@@ -188,6 +196,12 @@ func endpointGroupProblems(jobType string, tg *TaskGroup) []string {
 			add("models_path: %q must start with \"/\"", truncate(mp, 80))
 		case strings.ContainsFunc(mp, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '?' || r == '#' || !unicode.IsPrint(r) }):
 			add("models_path: %q must not hold spaces, control characters, '?' or '#'", truncate(mp, 80))
+		default:
+			// The router's verifier requests http://<member><models_path>:
+			// a path it cannot parse would leave every member unadmitted.
+			if _, err := url.ParseRequestURI(mp); err != nil {
+				add("models_path: %q is not a valid URL path: %v", truncate(mp, 80), errors.Unwrap(err))
+			}
 		}
 	}
 	switch {

@@ -39,6 +39,9 @@ func TestEndpointValidate(t *testing.T) {
 		{"name 64 bytes", func(j *Job) { j.TaskGroups[0].Endpoint.Name = strings.Repeat("a", 64) }, `endpoint: name:`},
 		{"name 63 bytes", func(j *Job) { j.TaskGroups[0].Endpoint.Name = strings.Repeat("a", 63) }, ""},
 		{"name with dot", func(j *Job) { j.TaskGroups[0].Endpoint.Name = "llm.70b" }, ""},
+		// GET /v1/endpoint/aliases lists the aliases: an endpoint of that
+		// name could never be read by name.
+		{"name aliases is reserved", func(j *Job) { j.TaskGroups[0].Endpoint.Name = "aliases" }, `endpoint: name: "aliases" is reserved`},
 		{"port zero", func(j *Job) { j.TaskGroups[0].Endpoint.Port = 0 }, `group "llm": endpoint: port: must be 1-65535, got 0`},
 		{"port too big", func(j *Job) { j.TaskGroups[0].Endpoint.Port = 65536 }, `endpoint: port: must be 1-65535, got 65536`},
 		{"port is a static group port", func(j *Job) {
@@ -58,6 +61,10 @@ func TestEndpointValidate(t *testing.T) {
 		{"models path relative", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "v1/models" }, `endpoint: models_path: "v1/models" must start with "/"`},
 		{"models path query", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/v1/models?x=1" }, `endpoint: models_path: "/v1/models?x=1" must not hold`},
 		{"models path space", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/v1/ models" }, `models_path: "/v1/ models" must not hold`},
+		// The router's verifier could never build the request: the
+		// members would never be admitted, the job accepted.
+		{"models path bad escape", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/v1/%zz" }, `models_path: "/v1/%zz" is not a valid URL path`},
+		{"models path escaped", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/v1/m%2Fodels" }, ""},
 		{"models path CRLF", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/v1\r\nHost: x" }, `models_path:`},
 		{"models path too long", func(j *Job) { j.TaskGroups[0].Endpoint.ModelsPath = "/" + strings.Repeat("p", 256) }, `models_path: must be at most 256 bytes, got 257`},
 		{"member port unknown", func(j *Job) { j.TaskGroups[0].Endpoint.MemberPort = "grpc" }, `endpoint: member_port: "grpc" is not a port label of the group's network (labels: "http")`},

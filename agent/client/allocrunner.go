@@ -27,16 +27,21 @@ type allocRunner struct {
 	alloc *structs.Allocation
 
 	mu sync.Mutex
-	// outputs and logArchive are set once every task is dead and the
-	// uploads are done (artifacts_hooks.go); sent with the final update.
+	// outputs are set once every task is dead and their uploads are done
+	// (artifacts_hooks.go), sent with the final update; logArchive once
+	// the log archive is uploaded after it, sent in an update of its own.
 	outputs    []*structs.ArtifactRef
 	logArchive string
-	// collected is set once the outputs and logs are uploaded (or there
-	// was nothing to do): until then an allocation whose tasks are all
-	// dead still reports running, so the servers never see it finished
-	// without its outputs (a collector could remove it first), nor free
-	// its devices while the uploads read its directory.
-	collected     bool
+	// collected is set once the outputs are uploaded (or there were
+	// none): until then an allocation whose tasks are all dead still
+	// reports running, so the servers never see it finished without its
+	// outputs (a collector could remove it first), nor free its devices
+	// while the uploads read its directory. The log archive is read from
+	// files the tasks no longer write, after the final report.
+	collected bool
+	// logsPending is set from the final status report until the log
+	// archive is uploaded (or failed): the state file says so meanwhile.
+	logsPending   bool
 	taskStates    map[string]*structs.TaskState
 	tasks         map[string]*taskRunner
 	clientStatus  string
@@ -197,15 +202,49 @@ func (ar *allocRunner) run() {
 	quiet := ar.quiet
 	ar.mu.Unlock()
 	var outputs []*structs.ArtifactRef
-	var logs string
 	if !quiet {
-		outputs, logs = ar.collectArtifacts(tg.Tasks)
+		outputs = ar.collectOutputs(tg.Tasks)
 	}
+	// The log archive is uploaded after the final status is reported (it
+	// is an upload and a Raft write on the path from the last exit to
+	// "complete"): the state file records it pending first, so a client
+	// killed before the upload makes it when it restarts, and ar.done
+	// closes only after it, so the directory is never collected before.
+	logsPending := !quiet && ar.c.artifactStore() != nil
 	ar.mu.Lock()
-	ar.outputs, ar.logArchive, ar.collected = outputs, logs, true
+	ar.outputs, ar.collected, ar.logsPending = outputs, true, logsPending
 	ar.recompute()
 	ar.mu.Unlock()
 	ar.finish()
+	if logsPending {
+		names := make([]string, 0, len(tg.Tasks))
+		for _, t := range tg.Tasks {
+			names = append(names, t.Name)
+		}
+		ar.finishLogs(ar.c.archiveLogs(ar.alloc.ID, ar.alloc.JobID, names))
+	}
+}
+
+// finishLogs records the uploaded log archive's digest ("" when none was
+// made) with the final status, and reports it.
+func (ar *allocRunner) finishLogs(digest string) {
+	ar.mu.Lock()
+	ar.logArchive, ar.logsPending = digest, false
+	quiet := ar.quiet
+	rec := &allocRecord{ClientStatus: ar.clientStatus, ClientDescription: ar.clientDesc, TaskStates: copyTaskStates(ar.taskStates)}
+	ar.mu.Unlock()
+	if quiet || (digest == "" && ar.c.ctx.Err() != nil) {
+		// Shutting down (the upload may have failed for it): the record
+		// stays pending and the next life of this client uploads the
+		// archive.
+		return
+	}
+	if err := ar.c.state.finishAlloc(ar.alloc.ID, rec); err != nil {
+		ar.logger.Error("record final alloc status", "error", err)
+	}
+	if digest != "" {
+		ar.changed()
+	}
 }
 
 // allocDirMode is the mode of an allocation directory, and, when the
@@ -244,19 +283,16 @@ func (ar *allocRunner) finish() {
 	ar.mu.Lock()
 	quiet := ar.quiet
 	rec := &allocRecord{ClientStatus: ar.clientStatus, ClientDescription: ar.clientDesc, TaskStates: copyTaskStates(ar.taskStates)}
+	if ar.logsPending {
+		rec.JobID, rec.LogsPending = ar.alloc.JobID, true
+	}
 	ar.mu.Unlock()
 	if quiet {
 		return
 	}
 	if structs.AllocClientStatusComplete == rec.ClientStatus || structs.AllocClientStatusFailed == rec.ClientStatus {
-		if err := ar.c.state.putTerminal(ar.alloc.ID, rec); err != nil {
+		if err := ar.c.state.finishAlloc(ar.alloc.ID, rec); err != nil {
 			ar.logger.Error("record final alloc status", "error", err)
-		}
-		if err := ar.c.state.deleteHandles(ar.alloc.ID); err != nil {
-			ar.logger.Warn("forget task handles", "error", err)
-		}
-		if err := ar.c.state.deleteAllocStart(ar.alloc.ID); err != nil {
-			ar.logger.Warn("forget allocation start", "error", err)
 		}
 	}
 	ar.logger.Info("allocation finished", "client_status", rec.ClientStatus)

@@ -131,11 +131,12 @@ func (c *Client) outputLimits() artifacts.OutputLimits {
 // artifactTimeout bounds the uploads of one finished allocation.
 const artifactTimeout = 30 * time.Minute
 
-// collectArtifacts runs once every task is dead: it uploads each task's
-// outputs and the allocation's logs, and returns the outputs to record
-// (all tasks' or, when any task's failed, none of that task's) and the
-// log archive's digest. Each task gets an event saying what happened.
-func (ar *allocRunner) collectArtifacts(tasks []*structs.Task) ([]*structs.ArtifactRef, string) {
+// collectOutputs runs once every task is dead: it uploads each task's
+// outputs and returns those to record (all tasks' or, when any task's
+// failed, none of that task's). Each task gets an event saying what
+// happened. The logs are archived after the final status is reported
+// (archiveLogs).
+func (ar *allocRunner) collectOutputs(tasks []*structs.Task) []*structs.ArtifactRef {
 	store := ar.c.artifactStore()
 	ctx, cancel := context.WithTimeout(ar.c.ctx, artifactTimeout)
 	defer cancel()
@@ -149,19 +150,25 @@ func (ar *allocRunner) collectArtifacts(tasks []*structs.Task) ([]*structs.Artif
 		outputs = append(outputs, refs...)
 	}
 	sort.Slice(outputs, func(i, j int) bool { return outputs[i].Path < outputs[j].Path })
+	return outputs
+}
+
+// archiveLogs uploads the log files of the allocation's tasks as one
+// archive and returns its digest ("" when there was nothing to archive or
+// the upload failed, which is logged).
+func (c *Client) archiveLogs(allocID, jobID string, tasks []string) string {
+	store := c.artifactStore()
 	if store == nil {
-		return outputs, ""
+		return ""
 	}
-	names := make([]string, 0, len(tasks))
-	for _, t := range tasks {
-		names = append(names, t.Name)
-	}
-	digest, err := artifacts.ArchiveLogs(ctx, store, ar.allocDir, names, filepath.Join(ar.c.cfg.DataDir, "artifact-cache"), jobID, ar.alloc.ID)
+	ctx, cancel := context.WithTimeout(c.ctx, artifactTimeout)
+	defer cancel()
+	digest, err := artifacts.ArchiveLogs(ctx, store, filepath.Join(c.cfg.DataDir, "allocs", allocID), tasks, filepath.Join(c.cfg.DataDir, "artifact-cache"), jobID, allocID)
 	if err != nil {
-		ar.logger.Warn("archive logs", "error", err)
-		return outputs, ""
+		c.logger.Warn("archive logs", "alloc_id", allocID, "error", err)
+		return ""
 	}
-	return outputs, digest
+	return digest
 }
 
 // taskOutputs collects and uploads one task's output directory. It
@@ -205,4 +212,63 @@ func (ar *allocRunner) taskOutputs(ctx context.Context, store artifacts.Store, t
 		msg += "; skipped what is not a regular file: " + strings.Join(skipped, ", ")
 	}
 	return refs, ev(structs.TaskEventOutputsUploaded, msg)
+}
+
+// resumeLogArchives uploads the log archives of allocations an earlier
+// life of this client reported finished but stopped before their upload
+// (allocRecord.LogsPending), then records and reports each digest.
+func (c *Client) resumeLogArchives() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for id, rec := range c.finished {
+		if !rec.LogsPending {
+			continue
+		}
+		if c.archiving == nil {
+			c.archiving = map[string]chan struct{}{}
+		}
+		done := make(chan struct{})
+		c.archiving[id] = done
+		tasks := make([]string, 0, len(rec.TaskStates))
+		for name := range rec.TaskStates {
+			tasks = append(tasks, name)
+		}
+		sort.Strings(tasks)
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			defer func() {
+				c.mu.Lock()
+				delete(c.archiving, id)
+				c.mu.Unlock()
+				close(done)
+			}()
+			digest := c.archiveLogs(id, rec.JobID, tasks)
+			if digest == "" && c.ctx.Err() != nil {
+				return // shutting down: still pending for the next life
+			}
+			final := &allocRecord{ClientStatus: rec.ClientStatus, ClientDescription: rec.ClientDescription, TaskStates: rec.TaskStates}
+			if err := c.state.finishAlloc(id, final); err != nil {
+				c.logger.Error("record final alloc status", "alloc_id", id, "error", err)
+			}
+			c.mu.Lock()
+			if c.finished[id] != nil {
+				c.finished[id] = final
+			}
+			nodeID := c.node.ID
+			c.mu.Unlock()
+			if digest != "" {
+				c.sync.enqueue(&structs.Allocation{ID: id, NodeID: nodeID, ClientStatus: rec.ClientStatus,
+					ClientDescription: rec.ClientDescription, TaskStates: rec.TaskStates, LogArchive: digest})
+			}
+		}()
+	}
+}
+
+// archivingDone returns the channel closed once the pending log archive
+// of allocID is uploaded, or nil when none is pending.
+func (c *Client) archivingDone(allocID string) chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.archiving[allocID]
 }

@@ -42,6 +42,10 @@ type Client struct {
 	// finished holds the final status of allocations finished in an
 	// earlier life of this client, from the state file.
 	finished map[string]*allocRecord
+	// archiving holds, by allocation, a channel closed once the log
+	// archive an earlier life of this client left pending is uploaded
+	// (resumeLogArchives); the directory is not collected before.
+	archiving map[string]chan struct{}
 	// recovered holds the task handles an earlier life of this client
 	// recorded, by allocation and task, until the allocation is seen again.
 	recovered map[string]map[string]*driver.TaskHandle
@@ -143,6 +147,7 @@ func NewClient(cfg *Config) (*Client, error) {
 	go func() { defer c.wg.Done(); c.sync.run(c.ctx) }()
 	go func() { defer c.wg.Done(); c.telemetryLoop() }()
 	c.startHealth()
+	c.resumeLogArchives()
 	return c, nil
 }
 

@@ -27,6 +27,7 @@ func newRouterFactory(cfg *Config) func(routerConfig) (endpointRouter, error) {
 func (a routerAdapter) Start(ctx context.Context) error { return a.r.Start(ctx) }
 func (a routerAdapter) Addr() string                    { return a.r.Addr() }
 func (a routerAdapter) Close() error                    { return a.r.Close() }
+func (a routerAdapter) Unlisten() error                 { return a.r.Unlisten() }
 
 func (a routerAdapter) SetMembers(ms []routerMember) {
 	out := make([]endpoint.Member, len(ms))

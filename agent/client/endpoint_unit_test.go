@@ -1,12 +1,19 @@
 package client
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/internal/porttest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -111,4 +118,80 @@ func FuzzParseProcStatus(f *testing.F) {
 			t.Fatal("alive without a State line")
 		}
 	})
+}
+
+// TestEndpointRouterReplacementKeepsThePort: a new job version that
+// changes the endpoint block (a new revision, the normal way to roll out
+// a model) replaces the router on the same port. The new router must
+// bind at once: the old one gives the port up before the new one
+// listens, and only its drain goes on in the background. Before, the old
+// router was closed in a goroutine while the new one bound, so the new
+// Listen lost the race, the port refused connections for the retry
+// delay and every member reported "cannot serve".
+func TestEndpointRouterReplacementKeepsThePort(t *testing.T) {
+	m := &endpointManager{logger: hclog.NewNullLogger(), newRouter: newRouterFactory(&Config{}),
+		routers: map[endpointKey]*endpointRun{}, failed: map[endpointKey]endpointFailure{}}
+	t.Cleanup(m.closeAll)
+	k := endpointKey{Namespace: "default", JobID: "serve", Group: "llm"}
+	port := porttest.Take(t)
+	for i := 0; i < 20; i++ {
+		ep := &structs.Endpoint{Name: "llm", Port: port, Model: "m", Revision: fmt.Sprintf("r%d", i)}
+		run, err := m.routerFor(t.Context(), k, ep, "127.0.0.1")
+		if err != nil {
+			t.Fatalf("revision %d: %v", i, err)
+		}
+		if run.ep.Revision != ep.Revision {
+			t.Fatalf("revision %d: router of %q", i, run.ep.Revision)
+		}
+	}
+}
+
+// reattachingDriver is a driver that does not know the task until
+// reattached is set, as the native driver before RecoverTask ran.
+type reattachingDriver struct {
+	driver.Driver
+	exe        string
+	reattached atomic.Bool
+}
+
+func (d *reattachingDriver) Name() string { return "native" }
+
+func (d *reattachingDriver) InspectTask(id string) (*driver.TaskStatus, error) {
+	if !d.reattached.Load() {
+		return nil, driver.ErrTaskNotFound
+	}
+	return &driver.TaskStatus{ID: id, State: driver.TaskStateRunning, Executable: d.exe}, nil
+}
+
+// TestEndpointIdentityAfterReattachIsComputedAgain: after a client
+// restart the allocation's task states say running (restored) before the
+// driver has reattached the task. The identity asked for in that window
+// fails ("not running"); it must be asked again once the task is
+// reattached, not kept until the task next starts, which for a
+// reattached member is never: it stayed unadmitted for good (found by
+// kill -9 of the client agent while its router served).
+func TestEndpointIdentityAfterReattachIsComputedAgain(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "server")
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	drv := &reattachingDriver{exe: exe}
+	task := &structs.Task{Name: "server", Driver: "native", Config: map[string]interface{}{"command": exe}}
+	tg := &structs.TaskGroup{Name: "llm", Count: 2, Tasks: []*structs.Task{task}}
+	a := &structs.Allocation{ID: "a0", Job: &structs.Job{ID: "serve", Version: 3, TaskGroups: []*structs.TaskGroup{tg}}, TaskGroup: "llm"}
+	ar := &allocRunner{alloc: a,
+		tasks:      map[string]*taskRunner{"server": {alloc: a, task: task, drv: drv}},
+		taskStates: map[string]*structs.TaskState{"server": {State: structs.TaskStateRunning, StartedAt: 1234}}}
+	var digests fileDigestCache
+	if _, err := ar.endpointIdentity(tg, &digests); err == nil {
+		t.Fatal("identity before the reattach: no error")
+	}
+	drv.reattached.Store(true)
+	id, err := ar.endpointIdentity(tg, &digests)
+	if err != nil {
+		t.Fatalf("identity after the reattach: %v", err)
+	}
+	if id.JobVersion != 3 || id.ArtifactDigest == "" || id.ConfigDigest == "" {
+		t.Fatalf("identity after the reattach: %+v", id)
+	}
 }

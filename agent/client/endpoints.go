@@ -71,6 +71,8 @@ type endpointRouter interface {
 	// Status fills the router's part of a ClientEndpointStatus.
 	Status() *structs.ClientEndpointStatus
 	Addr() string
+	// Unlisten frees the router's port at once; Close drains the rest.
+	Unlisten() error
 	Close() error
 }
 
@@ -258,25 +260,12 @@ func (m *endpointManager) reconcileEndpoint(ctx context.Context, k endpointKey, 
 			}
 		}
 	}
-	m.mu.Lock()
-	run := m.routers[k]
-	var replaced *endpointRun
-	if run != nil && run.ep != *ep {
-		replaced, run = run, nil
-		delete(m.routers, k)
-	}
-	m.mu.Unlock()
-	if replaced != nil {
-		m.closeRun(replaced)
-	}
-	if run == nil {
-		var err error
-		if run, err = m.startRouter(ctx, k, ep, listenIP); err != nil {
-			for _, mb := range ms {
-				mb.ar.setEndpointStatus(structs.EndpointMemberStatus{Reason: err.Error()})
-			}
-			return
+	run, err := m.routerFor(ctx, k, ep, listenIP)
+	if err != nil {
+		for _, mb := range ms {
+			mb.ar.setEndpointStatus(structs.EndpointMemberStatus{Reason: err.Error()})
 		}
+		return
 	}
 	hostIP := m.c.cfg.networkAddress()
 	var members []routerMember
@@ -304,6 +293,32 @@ func (m *endpointManager) reconcileEndpoint(ctx context.Context, k endpointKey, 
 	run.members = in
 	m.mu.Unlock()
 	run.router.SetMembers(members)
+}
+
+// routerFor returns the router of k serving endpoint block ep, starting
+// it, or replacing the one started for an earlier block (a new job
+// version changed it).
+func (m *endpointManager) routerFor(ctx context.Context, k endpointKey, ep *structs.Endpoint, listenIP string) (*endpointRun, error) {
+	m.mu.Lock()
+	run := m.routers[k]
+	var replaced *endpointRun
+	if run != nil && run.ep != *ep {
+		replaced, run = run, nil
+		delete(m.routers, k)
+	}
+	m.mu.Unlock()
+	if replaced != nil {
+		// The port is given up now, so the new router binds it at once;
+		// the old one drains its requests in flight in the background.
+		if err := replaced.router.Unlisten(); err != nil {
+			m.logger.Warn("close the listener of a replaced endpoint router", "endpoint", replaced.ep.Name, "error", err)
+		}
+		m.closeRun(replaced)
+	}
+	if run != nil {
+		return run, nil
+	}
+	return m.startRouter(ctx, k, ep, listenIP)
 }
 
 // startRouter creates and starts the router of k on listenIP and the
@@ -541,16 +556,24 @@ func (ar *allocRunner) checksPassing() bool {
 
 // endpointIdentity returns the member's identity, computed once per start
 // of its tasks (a restart computes it again: the binary may have changed).
+// A failure is not kept: it is asked again at the next reconcile. After a
+// client restart the restored task states say running before the driver
+// has reattached the task, and the identity asked in that window fails;
+// kept, it stood until the task's next start, which a reattached member
+// never has, so the member was never admitted again. (A binary that
+// cannot be hashed is asked again each time too; its file digest is not
+// cached either, and the usual failures, not running, not a regular file,
+// too large, cost no read.)
 func (ar *allocRunner) endpointIdentity(tg *structs.TaskGroup, digests *fileDigestCache) (structs.EndpointIdentity, error) {
 	var started int64
 	ar.mu.Lock()
 	for _, ts := range ar.taskStates {
 		started += ts.StartedAt + int64(ts.Restarts)
 	}
-	if ar.epIdentity != nil && ar.epIdentityStart == started {
-		id, err := *ar.epIdentity, ar.epIdentityErr
+	if ar.epIdentity != nil && ar.epIdentityErr == nil && ar.epIdentityStart == started {
+		id := *ar.epIdentity
 		ar.mu.Unlock()
-		return id, err
+		return id, nil
 	}
 	ar.mu.Unlock()
 	id, _, err := ar.identityOf(tg, digests)

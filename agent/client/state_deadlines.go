@@ -51,11 +51,14 @@ func (s *stateDB) allocStarts() (map[string]int64, error) {
 // deleteAllocStart forgets the allocation's start (it finished, or is no
 // longer on this node).
 func (s *stateDB) deleteAllocStart(allocID string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(allocStartsBucket)
-		if bk == nil {
-			return nil
-		}
-		return bk.Delete([]byte(allocID))
-	})
+	return s.db.Update(func(tx *bolt.Tx) error { return deleteAllocStartTx(tx, allocID) })
+}
+
+// deleteAllocStartTx deletes the allocation's start within tx.
+func deleteAllocStartTx(tx *bolt.Tx, allocID string) error {
+	bk := tx.Bucket(allocStartsBucket)
+	if bk == nil {
+		return nil
+	}
+	return bk.Delete([]byte(allocID))
 }

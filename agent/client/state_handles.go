@@ -62,22 +62,25 @@ func (s *stateDB) handles() (map[string]map[string]*driver.TaskHandle, error) {
 
 // deleteHandles forgets the task handles of an allocation.
 func (s *stateDB) deleteHandles(allocID string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		bk := tx.Bucket(handlesBucket)
-		if bk == nil {
-			return nil
-		}
-		prefix := []byte(allocID + "/")
-		c := bk.Cursor()
-		var keys [][]byte
-		for k, _ := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, _ = c.Next() {
-			keys = append(keys, append([]byte(nil), k...))
-		}
-		for _, k := range keys {
-			if err := bk.Delete(k); err != nil {
-				return err
-			}
-		}
+	return s.db.Update(func(tx *bolt.Tx) error { return deleteHandlesTx(tx, allocID) })
+}
+
+// deleteHandlesTx deletes the task handles of an allocation within tx.
+func deleteHandlesTx(tx *bolt.Tx, allocID string) error {
+	bk := tx.Bucket(handlesBucket)
+	if bk == nil {
 		return nil
-	})
+	}
+	prefix := []byte(allocID + "/")
+	c := bk.Cursor()
+	var keys [][]byte
+	for k, _ := c.Seek(prefix); k != nil && strings.HasPrefix(string(k), string(prefix)); k, _ = c.Next() {
+		keys = append(keys, append([]byte(nil), k...))
+	}
+	for _, k := range keys {
+		if err := bk.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -361,9 +361,18 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 		if err != nil {
 			return nil, false, err
 		}
-		if err := tr.cfg.Handles.putHandle(tr.alloc.ID, tr.task.Name, h); err != nil {
-			tr.logger.Error("record task handle; a client restart will not find this task", "error", err)
-		}
+		// The handle's write (an fsync) overlaps the Started report and
+		// the wait: a short task's exit is not held behind it. It is done
+		// before this run returns, so before the next start's handle and
+		// before the allocation's final record forgets the handles.
+		recorded := make(chan struct{})
+		defer func() { <-recorded }()
+		go func() {
+			defer close(recorded)
+			if err := tr.cfg.Handles.putHandle(tr.alloc.ID, tr.task.Name, h); err != nil {
+				tr.logger.Error("record task handle; a client restart will not find this task", "error", err)
+			}
+		}()
 	}
 	tr.lastHandle.Store(h)
 	defer func() {

@@ -222,6 +222,12 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 	}
 	c.mu.Unlock()
 	for _, id := range collect {
+		if done := c.archivingDone(id); done != nil {
+			// Its log archive is still being uploaded from the
+			// directory: collect once that is done.
+			go func() { <-done; c.collectAlloc(id) }()
+			continue
+		}
 		c.collectAlloc(id)
 	}
 	for _, ar := range gone {

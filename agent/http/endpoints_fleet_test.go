@@ -151,6 +151,9 @@ func TestEndpointRoutesBadInput(t *testing.T) {
 		{"unknown field", "PUT", "/v1/endpoint/alias/llm.primary", `{"Endpoint":"llm-a","Force":true}`, 400, "Force"},
 		{"trailing data", "PUT", "/v1/endpoint/alias/llm.primary", `{"Endpoint":"llm-a"} {}`, 400, "data after"},
 		{"not an object", "PUT", "/v1/endpoint/alias/llm.primary", `["llm-a"]`, 400, "malformed"},
+		// GET /v1/endpoint/aliases answers the alias list, so an alias
+		// of that name would resolve nowhere.
+		{"alias named aliases", "PUT", "/v1/endpoint/alias/aliases", `{"Endpoint":"llm-a"}`, 400, `is reserved (GET /v1/endpoint/aliases`},
 		{"bad endpoint name", "PUT", "/v1/endpoint/alias/llm.primary", `{"Endpoint":"LLM A"}`, 400, "Endpoint"},
 		{"no endpoint", "PUT", "/v1/endpoint/alias/llm.primary", `{}`, 400, "Endpoint: must not be empty"},
 		{"body over its bound", "PUT", "/v1/endpoint/alias/llm.primary", `{"Endpoint":"` + strings.Repeat("a", 5000) + `"}`, 413, "larger than"},

@@ -296,11 +296,11 @@ func decideScaleUp(v *poolView, needs []hostNeed, evalsByKey map[string]map[stri
 		}
 		room -= want
 		nEvals := len(evalsByKey[k])
-		word := "evals"
+		word := "evals need"
 		if nEvals == 1 {
-			word = "eval"
+			word = "eval needs"
 		}
-		out = append(out, scaleUp{count: want, reason: fmt.Sprintf("%d blocked %s need %s: +%d%s", nEvals, word, k, want, capped)})
+		out = append(out, scaleUp{count: want, reason: fmt.Sprintf("%d blocked %s %s: +%d%s", nEvals, word, k, want, capped)})
 	}
 	// Top-up to Min.
 	total := current

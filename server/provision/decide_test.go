@@ -10,6 +10,19 @@ import (
 	"github.com/gpulayer/gpulayer/structs"
 )
 
+// TestScaleUpReasonOneEval: the reason of a decision for one blocked
+// evaluation reads in the singular ("1 blocked eval needs").
+func TestScaleUpReasonOneEval(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, gpuPool("gpu", 0, 4))
+	h.blockJob("gpu", 1, 1, false)
+	h.step(ctx)
+	reqs := h.requests("gpu")
+	if want := "1 blocked eval needs nvidia/gpu x 1: +1"; len(reqs) != 1 || reqs[0].Reason != want {
+		t.Fatalf("requests = %+v, want one with reason %q", reqs, want)
+	}
+}
+
 // TestScaleUpFromBlockedEvals: two blocked one-GPU jobs of the pool make
 // one decision of two hosts, with the reason naming the need; the hosts
 // are created, and a second step adds nothing (they are coming).

@@ -38,6 +38,16 @@ func TestSlowProviderDoesNotSlowOtherPools(t *testing.T) {
 		hosts, _ := h.provs["fast"].count()
 		return hosts == 1
 	})
+	// The slow create runs in its own goroutine, which may not have
+	// reached the provider yet when the fast host is there: wait for it,
+	// then check more steps do not repeat it.
+	waittest.Until(t, 10*time.Second, "slow pool's create call", func() bool {
+		_, creates := h.provs["slow"].count()
+		return creates >= 1
+	})
+	for i := 0; i < 5; i++ {
+		h.p.Step(ctx)
+	}
 	if hosts, creates := h.provs["slow"].count(); hosts != 0 || creates != 1 {
 		t.Fatalf("slow pool: %d hosts, %d creates (want 0 and 1: one call in flight, not repeated)", hosts, creates)
 	}

@@ -132,8 +132,12 @@ func BenchmarkRouterAddedLatency(b *testing.B) {
 		}
 		slices.Sort(t.lat)
 	}
-	b.Logf("%d GETs per target at %d/s each, targets interleaved, 3 Go net/http members, %s, nginx in its own; GOMAXPROCS=%d, %d CPUs",
-		count, rate, layout, runtime.GOMAXPROCS(0), runtime.NumCPU())
+	routerProcs := runtime.GOMAXPROCS(0)
+	if n, err := strconv.Atoi(os.Getenv("ENDPOINT_BENCH_ROUTER_GOMAXPROCS")); err == nil && n > 0 && routerPID > 0 {
+		routerProcs = n
+	}
+	b.Logf("%d GETs per target at %d/s each, targets interleaved, 3 Go net/http members, %s, nginx in its own (one worker); router GOMAXPROCS=%d (ENDPOINT_BENCH_ROUTER_GOMAXPROCS), load generator GOMAXPROCS=%d, %d CPUs",
+		count, rate, layout, routerProcs, runtime.GOMAXPROCS(0), runtime.NumCPU())
 	for _, t := range targets {
 		p50, p99 := pct(t.lat, 50), pct(t.lat, 99)
 		line := fmt.Sprintf("%-7s p50 %8s  p99 %8s  p99.9 %8s", t.name, p50, p99, pct(t.lat, 99.9))

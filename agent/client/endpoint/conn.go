@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"sync"
 	"time"
@@ -43,6 +44,7 @@ type connPool struct {
 type pconn struct {
 	conn      net.Conn
 	cw        countWriter
+	lr        limitReader // beneath br: bounds the response headers
 	br        *bufio.Reader
 	bw        *bufio.Writer
 	idleSince time.Time
@@ -57,6 +59,34 @@ type countWriter struct {
 func (w *countWriter) Write(p []byte) (int, error) {
 	n, err := w.c.Write(p)
 	w.n += int64(n)
+	return n, err
+}
+
+// errResponseHeaderTooLarge is the error of reading a member's response
+// headers (1xx responses included) past MaxResponseHeaderBytes.
+var errResponseHeaderTooLarge = fmt.Errorf("member response headers larger than %d bytes", MaxResponseHeaderBytes)
+
+// limitReader reads from c at most left bytes while left is not negative;
+// after that its reads fail with errResponseHeaderTooLarge. net/http's
+// Transport bounds response headers the same way (persistConn.readLimit):
+// http.ReadResponse itself reads header lines of any length.
+type limitReader struct {
+	c    net.Conn
+	left int64 // < 0: unbounded
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return l.c.Read(p)
+	}
+	if l.left == 0 {
+		return 0, errResponseHeaderTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.c.Read(p)
+	l.left -= int64(n)
 	return n, err
 }
 
@@ -94,8 +124,10 @@ func (p *connPool) get(ctx context.Context) (*pconn, error) {
 		return nil, err
 	}
 	pc := &pconn{conn: c}
-	pc.cw.c = c
-	pc.br = bufio.NewReaderSize(c, 4<<10)
+	fc := fastConn(c)
+	pc.cw.c = fc
+	pc.lr = limitReader{c: fc, left: -1}
+	pc.br = bufio.NewReaderSize(&pc.lr, 4<<10)
 	pc.bw = bufio.NewWriterSize(&pc.cw, 4<<10)
 	return pc, nil
 }
@@ -160,6 +192,7 @@ type limitListener struct {
 	sem  chan struct{}
 	done chan struct{}
 	once sync.Once
+	err  error // of the first Close
 }
 
 func newLimitListener(ln net.Listener, n int) *limitListener {
@@ -180,9 +213,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	return &limitConn{Conn: c, release: func() { <-l.sem }}, nil
 }
 
+// Close closes the listener once (Unlisten, then the server's Shutdown);
+// later calls return the first call's result.
 func (l *limitListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return l.Listener.Close()
+	l.once.Do(func() {
+		close(l.done)
+		l.err = l.Listener.Close()
+	})
+	return l.err
 }
 
 type limitConn struct {

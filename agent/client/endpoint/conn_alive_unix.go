@@ -22,7 +22,7 @@ func connAlive(c net.Conn) bool {
 	alive := false
 	var buf [1]byte
 	err = rc.Read(func(fd uintptr) bool {
-		_, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		rerr := peekNonBlocking(fd, buf[:])
 		// EAGAIN: open and nothing pending. No error: the member
 		// closed it (0 bytes) or sent bytes nobody asked for.
 		alive = rerr == syscall.EAGAIN || rerr == syscall.EWOULDBLOCK

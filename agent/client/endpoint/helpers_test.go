@@ -44,7 +44,7 @@ type fakeMember struct {
 	started  chan string   // /slow, /stream, /sleep send their request ID
 }
 
-func newFakeMember(t *testing.T, id string) *fakeMember {
+func newFakeMember(t testing.TB, id string) *fakeMember {
 	t.Helper()
 	fm := &fakeMember{id: id, hold: make(chan struct{}), started: make(chan string, 16)}
 	model := testModel
@@ -179,7 +179,7 @@ func members(fms ...*fakeMember) []Member {
 
 // startRouter starts a router on 127.0.0.1:0 with a fast verification
 // period, after mod changed its config, and closes it at cleanup.
-func startRouter(t *testing.T, mod func(*Config)) *Router {
+func startRouter(t testing.TB, mod func(*Config)) *Router {
 	t.Helper()
 	cfg := Config{
 		Endpoint:       &structs.Endpoint{Name: "llm", Port: 9000, Model: testModel},
@@ -202,7 +202,7 @@ func startRouter(t *testing.T, mod func(*Config)) *Router {
 }
 
 // waitAdmitted waits until exactly the members ids are admitted.
-func waitAdmitted(t *testing.T, r *Router, ids ...string) {
+func waitAdmitted(t testing.TB, r *Router, ids ...string) {
 	t.Helper()
 	want := fmt.Sprint(ids)
 	waittest.For(t, 10*time.Second, "admitted members "+want, func() (bool, string) {

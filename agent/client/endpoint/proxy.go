@@ -221,8 +221,8 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 		err = pc.bw.Flush()
 	}
 	if err != nil {
-		_ = pc.conn.Close()
 		if pc.cw.n == 0 && (body == nil || !body.touched) {
+			_ = pc.conn.Close()
 			if rc != nil {
 				_ = rc.SetReadDeadline(time.Time{})
 			}
@@ -236,6 +236,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 		}
 		if body != nil && body.err != nil {
 			// The client's body failed, not the member.
+			_ = pc.conn.Close()
 			r.failed.Add(1)
 			var mbe *http.MaxBytesError
 			switch {
@@ -248,6 +249,17 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 			}
 			return done
 		}
+		// A member that answers before reading the whole body (an early
+		// 413 or 401) and closes makes the write fail part way; its
+		// answer is already in, and it is the client's answer.
+		if ctx.Err() == nil {
+			_ = pc.conn.SetReadDeadline(time.Now().Add(earlyAnswerWait))
+			if resp, rerr := readResponse(pc, out); rerr == nil {
+				r.log.Debug("member answered before reading the whole request", "alloc_id", m.allocID, "status", resp.StatusCode, "write_error", err)
+				return r.relay(ctx, w, pc, resp, m, stop, true)
+			}
+		}
+		_ = pc.conn.Close()
 		r.memberFailed(ctx, m)
 		r.log.Debug("sending to member failed", "alloc_id", m.allocID, "error", err)
 		http.Error(w, "endpoint "+r.ep.Name+": member connection broken", http.StatusBadGateway)
@@ -256,6 +268,10 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 
 	if rc != nil {
 		_ = rc.SetReadDeadline(time.Time{})
+	}
+	if rw, ok := w.(*respWriter); ok {
+		// A slow answer (a model at work): see the client go away.
+		rw.sc.watchAfter()
 	}
 
 	resp, err := readResponse(pc, out)
@@ -270,6 +286,18 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 		}
 		return done
 	}
+	return r.relay(ctx, w, pc, resp, m, stop, false)
+}
+
+// earlyAnswerWait bounds the wait for a member's answer after writing the
+// request to it failed part way (it is normally in already).
+const earlyAnswerWait = time.Second
+
+// relay sends the member's response resp, read from pc, to w, then pools
+// pc, or closes it when mustClose (the request was not fully written), the
+// member asked to, or the client went away. stop is the AfterFunc stop of
+// the client's context watch.
+func (r *Router) relay(ctx context.Context, w http.ResponseWriter, pc *pconn, resp *http.Response, m *member, stop func() bool, mustClose bool) outcome {
 	// Headers are in; the body may stream for as long as it takes.
 	_ = pc.conn.SetDeadline(time.Time{})
 	if ctx.Err() != nil {
@@ -308,7 +336,7 @@ func (r *Router) forward(w http.ResponseWriter, req *http.Request, out *http.Req
 	}
 	// Pool the connection only once the abort above can no longer fire
 	// on it (it would cut the connection's next request).
-	if !stop() || resp.Close || ctx.Err() != nil {
+	if !stop() || mustClose || resp.Close || ctx.Err() != nil {
 		_ = pc.conn.Close()
 	} else {
 		m.pool.put(pc)
@@ -329,8 +357,14 @@ func (r *Router) memberFailed(ctx context.Context, m *member) {
 
 // readResponse reads the member's response headers, skipping 1xx
 // informational responses (the router's server sends its own 100
-// Continue).
+// Continue). The status lines and headers of all of them together are
+// bounded by MaxResponseHeaderBytes: a member cannot make the agent
+// buffer headers without end, nor loop on a flood of 1xx responses.
 func readResponse(pc *pconn, out *http.Request) (*http.Response, error) {
+	// Bytes bufio read ahead of the headers were counted when they were
+	// read; what is left is the bound for the rest.
+	pc.lr.left = MaxResponseHeaderBytes
+	defer func() { pc.lr.left = -1 }()
 	for {
 		resp, err := http.ReadResponse(pc.br, out)
 		if err != nil {

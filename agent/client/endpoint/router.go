@@ -78,6 +78,9 @@ const (
 
 	// MaxModelsBodyBytes bounds a member's models listing (1 MiB).
 	MaxModelsBodyBytes = 1 << 20
+	// MaxResponseHeaderBytes bounds a member's response status lines and
+	// headers, 1xx responses included (1 MiB).
+	MaxResponseHeaderBytes = 1 << 20
 	// MaxMembers bounds the member set; SetMembers ignores the rest.
 	MaxMembers = 64
 
@@ -179,10 +182,22 @@ type Router struct {
 	started bool
 	closed  bool
 	ln      net.Listener
-	srv     *http.Server
+	lim     *limitListener // ln, bounded; closed by Unlisten or shutdown
 	bgCtx   context.Context
 	bgStop  context.CancelFunc
 	bg      sync.WaitGroup // verifiers and the notifier
+
+	// connMu guards the client connections (serve.go).
+	connMu     sync.Mutex
+	conns      map[*srvConn]struct{}
+	inShutdown bool
+	connCtx    context.Context // cancelled to cut every request
+	connCancel context.CancelFunc
+	// waitMu guards the requests waiting on their member (serve.go).
+	waitMu    sync.Mutex
+	waiting   map[*srvConn]time.Time
+	waitArmed bool
+	waitTimer *time.Timer
 
 	rot atomic.Pointer[rotation] // admitted members, Index order
 	rr  atomic.Uint64            // round-robin counter
@@ -221,7 +236,10 @@ func New(cfg Config) (*Router, error) {
 		log:     cfg.Logger.Named("endpoint").With("endpoint", cfg.Endpoint.Name),
 		members: make(map[string]*member),
 		sem:     make(chan struct{}, cfg.MaxConcurrent),
+		conns:   make(map[*srvConn]struct{}),
+		waiting: make(map[*srvConn]time.Time),
 	}
+	r.connCtx, r.connCancel = context.WithCancel(context.Background())
 	if r.ep.ModelsPath == "" {
 		r.ep.ModelsPath = structs.DefaultEndpointModelsPath
 	}
@@ -342,21 +360,12 @@ func (r *Router) Start(ctx context.Context) error {
 	}
 	r.started = true
 	r.ln = ln
-	r.srv = &http.Server{
-		Handler:           r,
-		ReadHeaderTimeout: r.cfg.ReadHeaderTimeout,
-		IdleTimeout:       r.cfg.IdleTimeout,
-		MaxHeaderBytes:    r.cfg.MaxHeaderBytes,
-		ErrorLog:          r.log.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-	}
 	r.bgCtx, r.bgStop = context.WithCancel(context.Background())
-	lim := newLimitListener(ln, r.cfg.MaxConns)
+	r.lim = newLimitListener(ln, r.cfg.MaxConns)
 	r.bg.Add(1)
 	go func() {
 		defer r.bg.Done()
-		if err := r.srv.Serve(lim); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			r.log.Error("serving stopped", "addr", ln.Addr().String(), "error", err)
-		}
+		r.serve(r.lim)
 	}()
 	r.bg.Add(1)
 	go func() {
@@ -388,6 +397,21 @@ func (r *Router) Addr() string {
 	return r.cfg.ListenAddr
 }
 
+// Unlisten closes the router's listener: when it returns the port is
+// free for another listener (a router replacing this one), while the
+// requests in flight and the client connections already open are served
+// on until Close drains them. Before Start, and after the first call, it
+// does nothing.
+func (r *Router) Unlisten() error {
+	r.mu.Lock()
+	lim := r.lim
+	r.mu.Unlock()
+	if lim == nil {
+		return nil
+	}
+	return lim.Close()
+}
+
 // Close stops listening, waits up to Config.DrainTimeout for in-flight
 // requests to finish (then cuts the rest), stops verification and closes
 // the member connections. Later calls return the first call's result: nil,
@@ -408,19 +432,20 @@ func (r *Router) Shutdown(ctx context.Context) error {
 func (r *Router) shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
-	srv := r.srv
+	lim := r.lim
 	for _, m := range r.members {
 		m.stopVerifier()
 	}
 	r.mu.Unlock()
 	var err error
-	if srv != nil {
-		if err = srv.Shutdown(ctx); err != nil {
+	if lim != nil {
+		_ = lim.Close()
+		if err = r.shutdownConns(ctx); err != nil {
 			err = fmt.Errorf("endpoint %q: drain: %w", r.ep.Name, err)
-			_ = srv.Close()
 		}
 	}
 	r.handlers.Wait()
+	r.connCancel()
 	if r.bgStop != nil {
 		r.bgStop()
 	}

@@ -187,7 +187,7 @@ func (p *Provider) Create(ctx context.Context, req provision.CreateRequest) (pro
 	if err := p.configureAndStart(ctx, req, s, id, port); err != nil {
 		return provision.Host{}, err
 	}
-	p.logger.Info("host created", "pool", req.Pool, "container_id", id, "node_name", req.NodeName, "http_port", port, "image", image)
+	p.logger.Info("host created", "container_id", id, "node_name", req.NodeName, "http_port", port, "image", image)
 	return p.inspectHost(ctx, id)
 }
 
@@ -357,7 +357,7 @@ func (p *Provider) Terminate(ctx context.Context, pool, hostID string) error {
 	if _, err := p.api.ContainerRemove(ctx, ins.Container.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("docker provider: remove %s: %w", ins.Container.ID, err)
 	}
-	p.logger.Info("host terminated", "pool", labels[LabelPool], "container_id", ins.Container.ID, "node_name", labels[LabelNodeName])
+	p.logger.Info("host terminated", "container_id", ins.Container.ID, "node_name", labels[LabelNodeName])
 	return nil
 }
 
