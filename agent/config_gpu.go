@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/gpulayer/gpulayer/agent/client/devices"
 	"github.com/gpulayer/gpulayer/structs"
@@ -33,6 +34,10 @@ type SimulatedGPUConfig struct {
 	MIGProfile string `hcl:"mig_profile,optional"`
 	MIGSlices  int    `hcl:"mig_slices,optional"`
 	MIGMemory  int64  `hcl:"mig_memory,optional"`
+	// IdleUtilization, when set (0 to 100), is the utilisation these GPUs
+	// report while no allocation holds them, instead of the 0 to 2 % idle
+	// pattern (GPUs of one model share one value: the last declaration's).
+	IdleUtilization *int `hcl:"idle_utilization,optional"`
 }
 
 // validate names the bad fields of the i-th (from 1) declaration.
@@ -48,6 +53,9 @@ func (s *SimulatedGPUConfig) validate(i int) []string {
 	if s.MIGSlices < 0 || s.MIGSlices > 7 {
 		p = append(p, fmt.Sprintf("%s: mig_slices: must be between 0 and 7, got %d", where, s.MIGSlices))
 	}
+	if u := s.IdleUtilization; u != nil && (*u < 0 || *u > 100) {
+		p = append(p, fmt.Sprintf("%s: idle_utilization: must be between 0 and 100, got %d", where, *u))
+	}
 	if s.MIGSlices > 0 && (s.MIGProfile == "" || s.MIGMemory <= 0) {
 		p = append(p, fmt.Sprintf("%s: mig_profile and mig_memory are required with mig_slices", where))
 	}
@@ -59,10 +67,14 @@ func (s *SimulatedGPUConfig) validate(i int) []string {
 // declarations: "GPU-sim-<seed>-<decl>-<i>", MIG slices "MIG-sim-…".
 func simulatedGroups(seed string, decls []*SimulatedGPUConfig) []*structs.DeviceGroup {
 	var gpus []devices.GPU
+	idle := map[string]int{} // model -> idle utilisation
 	for d, s := range decls {
 		model, mem := s.Model, s.Memory
 		if model == "" {
 			model = devices.SimulatedName
+		}
+		if s.IdleUtilization != nil {
+			idle[model] = *s.IdleUtilization
 		}
 		if mem == 0 {
 			mem = devices.SimulatedMemoryMiB
@@ -91,6 +103,11 @@ func simulatedGroups(seed string, decls []*SimulatedGPUConfig) []*structs.Device
 	groups := devices.Group(gpus)
 	for _, g := range groups {
 		g.Attributes["simulated"] = structs.NewBoolAttribute(true)
+		for model, u := range idle {
+			if g.Name == model || strings.HasPrefix(g.Name, model+" MIG ") {
+				g.Attributes[devices.AttrSimulatedIdleUtilization] = structs.NewIntAttribute(int64(u), "%")
+			}
+		}
 	}
 	return groups
 }

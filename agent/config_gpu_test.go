@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpulayer/gpulayer/agent/client/devices"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -20,6 +21,7 @@ client {
     count  = 2
     model  = "NVIDIA A100-SXM4-80GB"
     memory = 81920
+    idle_utilization = 90
   }
   simulated_gpu {
     count       = 1
@@ -56,6 +58,12 @@ client {
 	if a100 == nil || a100.Name != "NVIDIA A100-SXM4-80GB" || len(a100.Instances) != 2 || a100.MemoryMiB() != 81920 {
 		t.Fatalf("A100 group %+v", a100)
 	}
+	if u := a100.Attributes[devices.AttrSimulatedIdleUtilization]; u == nil || u.Int == nil || *u.Int != 90 {
+		t.Fatalf("A100 idle utilisation attribute %v, want 90", u)
+	}
+	if u := mig.Attributes[devices.AttrSimulatedIdleUtilization]; u != nil {
+		t.Fatalf("MIG group without idle_utilization has %v", u)
+	}
 	// One MIG-enabled GPU with 2 slices offers exactly 2 instances.
 	if mig == nil || len(mig.Instances) != 2 || mig.MemoryMiB() != 40192 || len(groups) != 2 {
 		t.Fatalf("MIG group %+v (groups %d)", mig, len(groups))
@@ -74,6 +82,7 @@ func TestParseConfigNodeClassErrors(t *testing.T) {
 		{"reserved", `reserved = ["a b"]`, `client.reserved 1: invalid capability name "a b"`},
 		{"memory model", `memory_model = "shared"`, `client.memory_model`},
 		{"gpu count", "simulated_gpu {\n    count = 0\n  }", "client.simulated_gpu 1: count: must be between 1 and 64, got 0"},
+		{"idle utilisation", "simulated_gpu {\n    count = 1\n    idle_utilization = 101\n  }", "client.simulated_gpu 1: idle_utilization: must be between 0 and 100, got 101"},
 		{"mig without profile", "simulated_gpu {\n    count = 1\n    mig_slices = 2\n  }", "client.simulated_gpu 1: mig_profile and mig_memory are required"},
 	}
 	for _, tc := range cases {

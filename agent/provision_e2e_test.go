@@ -204,6 +204,21 @@ func TestProvisionDockerScaleFromZero(t *testing.T) {
 		b, _ := json.Marshal(st)
 		return len(left) == 0, fmt.Sprintf("%d containers left; status %s", len(left), b)
 	})
+	// The terminated hosts' nodes are deregistered: `node status` shows
+	// none of them, not even down.
+	waittest.For(t, time.Minute, "terminated hosts' nodes deregistered", func() (bool, string) {
+		var nodes []*api.NodeListStub
+		if code, body := c.send(srv, http.MethodGet, "/v1/nodes", nil, &nodes); code != http.StatusOK {
+			return false, body
+		}
+		var left []string
+		for _, n := range nodes {
+			if n.NodePool == pool {
+				left = append(left, n.Name+"="+n.Status)
+			}
+		}
+		return len(left) == 0, fmt.Sprintf("nodes of the pool: %v", left)
+	})
 	st, msg := poolStatus(c, srv, pool)
 	if st == nil {
 		t.Fatal(msg)

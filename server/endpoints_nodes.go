@@ -74,13 +74,19 @@ func (s *Server) NodeRegister(ctx context.Context, node *structs.Node) (time.Dur
 // structs.ErrNotFound for an unknown node, structs.ErrInvalid for an
 // unknown status, and structs.ErrNotLeader or structs.ErrShutdown.
 func (s *Server) NodeUpdateStatus(ctx context.Context, nodeID, status string) (time.Duration, error) {
+	return s.nodeHeartbeat(ctx, nodeID, status, nil)
+}
+
+// nodeHeartbeat is NodeUpdateStatus that also records gpus (validated by
+// the caller) on the leader; see NodeHeartbeatGPUs.
+func (s *Server) nodeHeartbeat(ctx context.Context, nodeID, status string, gpus []*structs.GPUUsage) (time.Duration, error) {
 	switch status {
 	case structs.NodeStatusInit, structs.NodeStatusReady, structs.NodeStatusDown:
 	default:
 		return 0, fmt.Errorf("node update status: %w: unknown status %q", structs.ErrInvalid, status)
 	}
 	if l, fctx := s.forwardTarget(ctx); l != nil {
-		return l.NodeUpdateStatus(fctx, nodeID, status)
+		return l.nodeHeartbeat(fctx, nodeID, status, gpus)
 	}
 	if err := s.readyForWrites(); err != nil {
 		return 0, err
@@ -100,12 +106,15 @@ func (s *Server) NodeUpdateStatus(ctx context.Context, nodeID, status string) (t
 	}
 	if status == structs.NodeStatusDown {
 		s.heartbeats.remove(nodeID)
+		s.gpuUsage.forget(nodeID)
 		if err := s.markNodeAllocsLost(nodeID); err != nil {
 			return 0, fmt.Errorf("node update status %s: %w", nodeID, err)
 		}
 		return 0, nil
 	}
-	return s.resetHeartbeatTimer(nodeID), nil
+	ttl := s.resetHeartbeatTimer(nodeID)
+	s.gpuUsage.record(nodeID, gpus, time.Now(), ttl+s.config.HeartbeatGrace)
+	return ttl, nil
 }
 
 // NodeList returns the nodes whose ID starts with q.Prefix, sorted by ID,

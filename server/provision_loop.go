@@ -35,7 +35,8 @@ type ProvisionConfig struct {
 	// Region is the region new hosts register in.
 	Region string
 	// DeviceStats, when set, returns a node's latest GPU telemetry (for a
-	// pool's GPU idle rule); nil: no node meets a GPU idle rule.
+	// pool's GPU idle rule); nil: the GPU samples the nodes' heartbeats
+	// brought to the leader (NodeHeartbeatGPUs).
 	DeviceStats func(ctx context.Context, node *structs.Node) (*structs.NodeDeviceStats, error)
 	// Interval, ReconcileInterval, CreateTimeout: see provision.Config;
 	// zero means its defaults.
@@ -55,6 +56,10 @@ func (s *Server) provisionLoop(ctx context.Context) {
 		providers = cache.get
 		defer cache.closeAll()
 	}
+	deviceStats := pc.DeviceStats
+	if deviceStats == nil {
+		deviceStats = s.provisionDeviceStats
+	}
 	p, err := provision.New(provision.Config{
 		Logger: s.logger,
 		State:  s.fsm.State,
@@ -68,7 +73,8 @@ func (s *Server) provisionLoop(ctx context.Context) {
 			_, err := s.NodeUpdateDrain(ctx, &NodeDrainRequest{NodeID: nodeID, Enable: true})
 			return err
 		},
-		DeviceStats:       pc.DeviceStats,
+		Deregister:        s.provisionDeregister,
+		DeviceStats:       deviceStats,
 		Interval:          pc.Interval,
 		ReconcileInterval: pc.ReconcileInterval,
 		CreateTimeout:     pc.CreateTimeout,
@@ -79,6 +85,26 @@ func (s *Server) provisionLoop(ctx context.Context) {
 		return
 	}
 	p.Run(ctx)
+}
+
+// provisionDeregister removes the node of a terminated host the normal
+// way: marked down (its allocations lost, their jobs re-evaluated, its
+// heartbeat timer stopped), then purged, only if it has not changed since
+// (a host that came back and registered again keeps its node).
+func (s *Server) provisionDeregister(ctx context.Context, nodeID string) error {
+	if _, err := s.NodeUpdateStatus(ctx, nodeID, structs.NodeStatusDown); err != nil {
+		return err
+	}
+	n, err := s.fsm.State().NodeByID(nil, nodeID)
+	if err != nil || n == nil {
+		return err
+	}
+	if n.Status != structs.NodeStatusDown {
+		return fmt.Errorf("node %s: status %s after marking it down", nodeID, n.Status)
+	}
+	req := &structs.GCPurgeRequest{Nodes: []*structs.GCNodePurge{{NodeID: nodeID, ModifyIndex: n.ModifyIndex}}}
+	_, _, err = s.raftApply(structs.GCPurgeRequestType, req)
+	return err
 }
 
 // provisionJoin is what new hosts need to join this cluster.

@@ -139,4 +139,26 @@ func TestProvisionerGrowsAndShrinksPool(t *testing.T) {
 	if _, creates, _ := prov.counts(); creates != 4 {
 		t.Fatalf("creates = %d, want 4 (none doubled)", creates)
 	}
+	// The terminated hosts' nodes are deregistered, not left to go down
+	// by heartbeat: `node status` shows no dead provisioned node.
+	waittest.For(t, 10*time.Second, "terminated hosts' nodes deregistered", func() (bool, string) {
+		nodes, err := s.State().NodesByNodePool(nil, "gpu")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var left []string
+		for _, n := range nodes {
+			left = append(left, n.Name+"="+n.Status)
+		}
+		return len(nodes) == 0, fmt.Sprintf("nodes left: %v", left)
+	})
+	for _, a := range allocs {
+		got, err := s.State().AllocByID(nil, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == nil || got.ClientStatus != structs.AllocClientStatusComplete {
+			t.Fatalf("alloc %s after deregistration: %+v, want kept complete", a.ID, got)
+		}
+	}
 }

@@ -231,6 +231,9 @@ type Server struct {
 	blocked    *BlockedEvals
 	planQueue  *PlanQueue
 	heartbeats *heartbeats
+	// gpuUsage: nodes' latest GPU samples from their heartbeats (leader
+	// memory only; for node pools' GPU idleness rules).
+	gpuUsage gpuUsage
 	// artifacts is the blob store under <DataDir>/artifacts
 	// (endpoints_artifacts.go); blobGC carries digests whose metadata an
 	// applied ArtifactDelete removed to blobRemovalLoop (core_gc_artifacts.go).

@@ -19,9 +19,12 @@ type NodeRegisterHTTPRequest struct {
 }
 
 // NodeHeartbeatHTTPRequest is the body of PUT /v1/node/{id}/heartbeat: the
-// status the node reports (NodeStatusReady normally).
+// status the node reports (NodeStatusReady normally) and, optionally, its
+// GPUs' latest telemetry (bounded by ValidateGPUUsage; kept in the
+// leader's memory for node pools' GPU idleness rules, never in Raft).
 type NodeHeartbeatHTTPRequest struct {
 	Status string
+	GPUs   []*GPUUsage `json:",omitempty"`
 }
 
 // NodeHeartbeatHTTPResponse answers a node registration or heartbeat:

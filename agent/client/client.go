@@ -286,7 +286,7 @@ func (c *Client) heartbeatLoop() {
 			return
 		case <-t.C:
 		}
-		ttl, err := c.cfg.Servers.NodeUpdateStatus(c.ctx, c.nodeID(), structs.NodeStatusReady)
+		ttl, err := c.heartbeat()
 		switch {
 		case err == nil:
 			failures = 0

@@ -36,6 +36,14 @@ type ServerConn interface {
 	UpdateAllocs(ctx context.Context, allocs []*structs.Allocation) error
 }
 
+// GPUHeartbeater is a ServerConn that can carry the node's latest GPU
+// samples with the heartbeat (for node pools' GPU idleness rules, decided
+// on the leader). The HTTP connection and the in-process server implement
+// it; with a ServerConn that does not, heartbeats carry no samples.
+type GPUHeartbeater interface {
+	NodeHeartbeatGPUs(ctx context.Context, nodeID, status string, gpus []*structs.GPUUsage) (heartbeatTTL time.Duration, err error)
+}
+
 // Config configures a Client. Zero values get the defaults documented per
 // field.
 type Config struct {

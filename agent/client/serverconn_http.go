@@ -193,9 +193,18 @@ func (c *HTTPServerConn) NodeRegister(ctx context.Context, node *structs.Node) (
 // A server that does not know the node answers 404, returned as an error
 // wrapping structs.ErrNotFound.
 func (c *HTTPServerConn) NodeUpdateStatus(ctx context.Context, nodeID, status string) (time.Duration, error) {
+	return c.NodeHeartbeatGPUs(ctx, nodeID, status, nil)
+}
+
+var _ GPUHeartbeater = (*HTTPServerConn)(nil)
+
+// NodeHeartbeatGPUs implements GPUHeartbeater: the heartbeat with the
+// GPU samples in its body.
+func (c *HTTPServerConn) NodeHeartbeatGPUs(ctx context.Context, nodeID, status string, gpus []*structs.GPUUsage) (time.Duration, error) {
 	var out structs.NodeHeartbeatHTTPResponse
 	path := "/v1/node/" + url.PathEscape(nodeID) + "/heartbeat"
-	if _, err := c.call(ctx, http.MethodPut, path, nil, nodeID, structs.NodeHeartbeatHTTPRequest{Status: status}, &out, 0); err != nil {
+	body := structs.NodeHeartbeatHTTPRequest{Status: status, GPUs: gpus}
+	if _, err := c.call(ctx, http.MethodPut, path, nil, nodeID, body, &out, 0); err != nil {
 		return 0, fmt.Errorf("node heartbeat: %w", err)
 	}
 	return out.HeartbeatTTL, nil

@@ -40,6 +40,53 @@ func (c *Client) DeviceStats() *structs.NodeDeviceStats {
 	return c.tel.latest.Copy()
 }
 
+// heartbeat sends one heartbeat (status ready), carrying the latest GPU
+// samples when the servers take them: at most one report per heartbeat,
+// at most structs.MaxHeartbeatGPUs samples, none older than three
+// telemetry intervals.
+func (c *Client) heartbeat() (time.Duration, error) {
+	id := c.nodeID()
+	if gh, ok := c.cfg.Servers.(GPUHeartbeater); ok {
+		if gpus := c.gpuReport(time.Now()); len(gpus) > 0 {
+			return gh.NodeHeartbeatGPUs(c.ctx, id, structs.NodeStatusReady, gpus)
+		}
+	}
+	return c.cfg.Servers.NodeUpdateStatus(c.ctx, id, structs.NodeStatusReady)
+}
+
+// gpuReport turns the latest telemetry sample into the heartbeat's GPU
+// samples: nil before the first sample or when it is stale.
+func (c *Client) gpuReport(now time.Time) []*structs.GPUUsage {
+	c.mu.Lock()
+	st := c.tel.latest
+	c.mu.Unlock()
+	return gpuUsageOf(st, now, 3*c.cfg.TelemetryInterval)
+}
+
+// gpuUsageOf returns the GPU samples of st, nil when st is older than
+// maxAge at now.
+func gpuUsageOf(st *structs.NodeDeviceStats, now time.Time, maxAge time.Duration) []*structs.GPUUsage {
+	if st == nil || st.SampledAt == 0 || now.Sub(time.Unix(0, st.SampledAt)) > maxAge {
+		return nil
+	}
+	var out []*structs.GPUUsage
+	for _, d := range st.Devices {
+		if d == nil || d.Type != structs.DeviceTypeGPU || d.ID == "" || len(d.ID) > structs.MaxGPUUsageIDLen {
+			continue
+		}
+		if len(out) == structs.MaxHeartbeatGPUs {
+			break
+		}
+		u := &structs.GPUUsage{ID: d.ID, UtilizationPercent: min(max(d.UtilizationPercent, 0), 100),
+			MemoryUsedMiB: min(max(d.MemoryUsedMiB, 0), structs.MaxGPUMemoryMiB), Failed: d.Error != ""}
+		if u.UtilizationPercent != u.UtilizationPercent { // NaN from a broken reading
+			u.UtilizationPercent, u.Failed = 0, true
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
 // telemetryLoop samples the GPUs every Config.TelemetryInterval, applies
 // the idle policy, and stops when the client does.
 func (c *Client) telemetryLoop() {
@@ -108,6 +155,9 @@ func (c *Client) sampleDevices(now time.Time) {
 				}
 				if simulated {
 					override := -1.0
+					if a := g.Attributes[devices.AttrSimulatedIdleUtilization]; a != nil && a.Int != nil {
+						override = float64(*a.Int)
+					}
 					if h := held[in.ID]; h != nil {
 						override = structs.SimulatedUtilizationFor(h.ar.alloc.Job, h.ar.alloc.TaskGroup)
 					}

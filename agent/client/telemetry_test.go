@@ -41,6 +41,57 @@ func TestTelemetrySimulatedGPUs(t *testing.T) {
 	}
 }
 
+// TestHeartbeatCarriesGPUUsage: the client's heartbeats carry each GPU's
+// latest utilisation and memory; a simulated GPU declared with an idle
+// utilisation reports it while free.
+func TestHeartbeatCarriesGPUUsage(t *testing.T) {
+	srv := clienttest.NewServer()
+	srv.SetHeartbeatTTL(100 * time.Millisecond)
+	g := devices.Simulated("busy-node", 2)
+	g.Attributes[devices.AttrSimulatedIdleUtilization] = structs.NewIntAttribute(87, "%")
+	c := newTestClient(t, srv, "", func(cfg *Config) {
+		cfg.TelemetryInterval = 20 * time.Millisecond
+		cfg.DevGPUs = 0
+		cfg.SimulatedDevices = []*structs.DeviceGroup{g}
+	})
+	id := c.Node().ID
+	var got []*structs.GPUUsage
+	clienttest.WaitFor(t, 10*time.Second, func() (bool, string) {
+		got = srv.LastGPUs(id)
+		return len(got) == 2, fmt.Sprintf("GPU samples %+v", got)
+	})
+	for i, u := range got {
+		if u.ID != g.Instances[i].ID || u.UtilizationPercent != 87 || u.Failed {
+			t.Errorf("sample %d = %+v, want %s at 87 %%", i, u, g.Instances[i].ID)
+		}
+	}
+}
+
+// TestGPUUsageOf: the heartbeat's samples are the GPUs of a fresh sample
+// only, bounded in count, with failed readings marked.
+func TestGPUUsageOf(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	st := &structs.NodeDeviceStats{SampledAt: now.Add(-time.Second).UnixNano()}
+	for i := 0; i < structs.MaxHeartbeatGPUs+5; i++ {
+		st.Devices = append(st.Devices, &structs.DeviceStats{ID: fmt.Sprintf("GPU-%03d", i), Type: structs.DeviceTypeGPU, UtilizationPercent: 50, MemoryUsedMiB: 10})
+	}
+	st.Devices[1].Error = "nvml: gone"
+	st.Devices = append([]*structs.DeviceStats{{ID: "fpga-0", Type: "fpga"}}, st.Devices...)
+	got := gpuUsageOf(st, now, 3*time.Second)
+	if len(got) != structs.MaxHeartbeatGPUs || got[0].ID != "GPU-000" || got[0].UtilizationPercent != 50 || got[0].MemoryUsedMiB != 10 || !got[1].Failed || got[2].Failed {
+		t.Fatalf("samples: %d, first %+v %+v", len(got), got[0], got[1])
+	}
+	if err := structs.ValidateGPUUsage(got); err != nil {
+		t.Fatal(err)
+	}
+	if got := gpuUsageOf(st, now.Add(time.Hour), 3*time.Second); got != nil {
+		t.Fatalf("stale sample reported: %d", len(got))
+	}
+	if got := gpuUsageOf(&structs.NodeDeviceStats{}, now, time.Second); got != nil {
+		t.Fatalf("before the first sample: %+v", got)
+	}
+}
+
 func TestSimulatedUsageDeterministicAndVarying(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	a := devices.SimulatedUsage("GPU-sim-a-0", true, -1, 1000, t0)
@@ -57,6 +108,9 @@ func TestSimulatedUsageDeterministicAndVarying(t *testing.T) {
 	}
 	if len(seen) < 6 {
 		t.Fatalf("utilisation hardly varies over a minute: %v", seen)
+	}
+	if u := devices.SimulatedUsage("x", false, 64, 1000, t0); u.UtilizationPercent != 64 || u.MemoryUsedMiB != 0 {
+		t.Errorf("free GPU with an idle utilisation: %+v", u)
 	}
 	if u := devices.SimulatedUsage("x", true, 3, 1000, t0); u.UtilizationPercent != 3 {
 		t.Fatalf("override: %+v", u)

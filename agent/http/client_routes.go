@@ -38,6 +38,14 @@ type NodeServer interface {
 	AuthorizeNode(nodeID, secret string) error
 }
 
+// GPUHeartbeatServer takes the GPU samples a heartbeat carries
+// (NodeHeartbeatHTTPRequest.GPUs, validated): *server.Server implements
+// it. A NodeServer without it gets the heartbeat and the samples are
+// dropped.
+type GPUHeartbeatServer interface {
+	NodeHeartbeatGPUs(ctx context.Context, nodeID, status string, gpus []*structs.GPUUsage) (time.Duration, error)
+}
+
 // NodeChangesServer is what the client-only allocation change routes need
 // (Nomad's Node.GetClientAllocs and Alloc.GetAllocs): *server.Server
 // implements it. When Config.Server implements it too, the handler serves
@@ -212,7 +220,16 @@ func (n *nodeRoutes) heartbeat(w http.ResponseWriter, r *http.Request) (interfac
 	if err := n.authorize(r, id); err != nil {
 		return nil, err
 	}
-	ttl, err := n.ns.NodeUpdateStatus(r.Context(), id, req.Status)
+	if err := structs.ValidateGPUUsage(req.GPUs); err != nil {
+		return nil, err // wraps structs.ErrInvalid: 400 naming the field
+	}
+	var ttl time.Duration
+	var err error
+	if gs, ok := n.ns.(GPUHeartbeatServer); ok {
+		ttl, err = gs.NodeHeartbeatGPUs(r.Context(), id, req.Status, req.GPUs)
+	} else {
+		ttl, err = n.ns.NodeUpdateStatus(r.Context(), id, req.Status)
+	}
 	if err != nil {
 		return nil, err
 	}

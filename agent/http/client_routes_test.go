@@ -40,6 +40,19 @@ func (f *fakeNodeServer) NodeUpdateStatus(ctx context.Context, nodeID, status st
 	return 12 * time.Second, f.errs["NodeUpdateStatus"]
 }
 
+// NodeHeartbeatGPUs implements GPUHeartbeatServer: the heartbeat is
+// recorded with its samples' IDs and utilisation.
+func (f *fakeNodeServer) NodeHeartbeatGPUs(ctx context.Context, nodeID, status string, gpus []*structs.GPUUsage) (time.Duration, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	hb := nodeID + "=" + status
+	for _, g := range gpus {
+		hb += fmt.Sprintf(" %s:%g", g.ID, g.UtilizationPercent)
+	}
+	f.heartbeats = append(f.heartbeats, hb)
+	return 12 * time.Second, f.errs["NodeUpdateStatus"]
+}
+
 func (f *fakeNodeServer) NodeAllocations(ctx context.Context, nodeID string, q *structs.QueryOptions) ([]*structs.Allocation, structs.QueryMeta, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -164,6 +177,11 @@ func TestNodeRoutes(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "12000000000") || fns.heartbeats[0] != "node-9=ready" {
 		t.Fatalf("heartbeat: %d %s %v", code, body, fns.heartbeats)
 	}
+	// GPU samples ride along to the server.
+	code, body, _ = nodeReq(t, "PUT", ts.URL+"/v1/node/node-9/heartbeat", "sec9", `{"Status":"ready","GPUs":[{"ID":"GPU-0","UtilizationPercent":42.5,"MemoryUsedMiB":100}]}`)
+	if code != 200 || fns.heartbeats[1] != "node-9=ready GPU-0:42.5" {
+		t.Fatalf("heartbeat with GPUs: %d %s %v", code, body, fns.heartbeats)
+	}
 
 	code, body, hdr := nodeReq(t, "GET", ts.URL+"/v1/node/node-1/allocations?index=5&wait=2s", "s3cret", "")
 	var allocs []*structs.Allocation
@@ -212,6 +230,12 @@ func TestNodeRoutesBadInput(t *testing.T) {
 		{"heartbeat wrong secret", "PUT", "/v1/node/node-1/heartbeat", "nope", `{"Status":"ready"}`, 403, "permission denied"},
 		{"heartbeat unknown node", "PUT", "/v1/node/node-404/heartbeat", "x", `{"Status":"ready"}`, 404, "not found"},
 		{"heartbeat no status", "PUT", "/v1/node/node-1/heartbeat", "s3cret", `{}`, 400, "Status"},
+		{"heartbeat GPU utilisation over 100", "PUT", "/v1/node/node-1/heartbeat", "s3cret", `{"Status":"ready","GPUs":[{"ID":"GPU-0","UtilizationPercent":101}]}`, 400, "GPUs[0].UtilizationPercent"},
+		{"heartbeat GPU negative memory", "PUT", "/v1/node/node-1/heartbeat", "s3cret", `{"Status":"ready","GPUs":[{"ID":"GPU-0","MemoryUsedMiB":-1}]}`, 400, "GPUs[0].MemoryUsedMiB"},
+		{"heartbeat GPU without ID", "PUT", "/v1/node/node-1/heartbeat", "s3cret", `{"Status":"ready","GPUs":[{"UtilizationPercent":1}]}`, 400, "GPUs[0].ID"},
+		{"heartbeat GPU repeated", "PUT", "/v1/node/node-1/heartbeat", "s3cret", `{"Status":"ready","GPUs":[{"ID":"a"},{"ID":"a"}]}`, 400, "GPUs[1].ID"},
+		{"heartbeat GPU null", "PUT", "/v1/node/node-1/heartbeat", "s3cret", `{"Status":"ready","GPUs":[null]}`, 400, "GPUs[0]"},
+		{"heartbeat too many GPUs", "PUT", "/v1/node/node-1/heartbeat", "s3cret", `{"Status":"ready","GPUs":[` + strings.Repeat(`{"ID":"a"},`, structs.MaxHeartbeatGPUs) + `{"ID":"a"}]}`, 400, "at most"},
 		{"allocations wrong secret", "GET", "/v1/node/node-1/allocations", "nope", "", 403, "permission denied"},
 		{"allocations bad index", "GET", "/v1/node/node-1/allocations?index=-1", "s3cret", "", 400, "index"},
 		{"update null alloc", "POST", "/v1/node/node-1/allocations", "s3cret", `{"Allocs":[null]}`, 400, "Allocs[0]"},

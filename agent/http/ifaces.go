@@ -27,6 +27,7 @@ var (
 	_ LogArchiveFinder   = (*server.Server)(nil)
 	_ NodeServer         = (*server.Server)(nil)
 	_ NodeChangesServer  = (*server.Server)(nil)
+	_ GPUHeartbeatServer = (*server.Server)(nil) // node pools' GPU idleness (issue 16)
 	_ ReadinessReporter  = (*server.Server)(nil)
 	_ SchedulingServer   = (*server.Server)(nil)
 	_ ServiceServer      = (*server.Server)(nil)

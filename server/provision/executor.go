@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -47,13 +48,14 @@ func (p *Provisioner) dispatch(ctx context.Context, pool *structs.NodePool, reqs
 func (p *Provisioner) execute(ctx context.Context, pool *structs.NodePool, r *structs.ProvisionRequest) {
 	prov, err := p.cfg.Provider(pool)
 	var host Host
+	join := p.cfg.Join()
 	if err == nil {
 		switch r.Op {
 		case structs.ProvisionOpCreate:
 			cctx, cancel := context.WithTimeout(ctx, p.cfg.CreateTimeout)
 			host, err = prov.Create(cctx, CreateRequest{
 				Pool: pool.Name, IdempotencyKey: r.IdempotencyKey, NodeName: r.NodeName, Shape: r.Shape,
-				Config: pool.Scaling.ProviderConfig, Join: p.cfg.Join(),
+				Config: pool.Scaling.ProviderConfig, Join: join,
 			})
 			cancel()
 			if err == nil && host.ID == "" {
@@ -70,6 +72,10 @@ func (p *Provisioner) execute(ctx context.Context, pool *structs.NodePool, r *st
 			err = fmt.Errorf("unknown op %q", r.Op)
 		}
 	}
+	// A provider's error may quote what it was given (an exec script's
+	// stderr echoing its stdin): the join token never reaches the
+	// request's Error (Raft, status) or the log.
+	err = redactToken(err, join.Token)
 	p.cfg.Metrics.call(pool.Name, r.Op, err)
 	if ctx.Err() != nil {
 		// Leadership lost mid-call: the next leader reconciles (a host
@@ -97,6 +103,9 @@ func (p *Provisioner) execute(ctx context.Context, pool *structs.NodePool, r *st
 	if aerr != nil {
 		p.logger.Warn("record provider answer", "pool", pool.Name, "request_id", r.ID, "error", aerr)
 	}
+	if applied && err == nil && r.Op == structs.ProvisionOpTerminate {
+		p.deregisterNode(ctx, pool.Name, r.NodeName)
+	}
 	if applied || aerr != nil || err != nil || r.Op != structs.ProvisionOpCreate {
 		return
 	}
@@ -110,6 +119,44 @@ func (p *Provisioner) execute(ctx context.Context, pool *structs.NodePool, r *st
 	if terr := p.recordTerminate(pool.Name, host.ID, r.NodeName, "", reasonReconcilePrefix+"host "+host.ID+" of a superseded create: terminate", now); terr != nil {
 		p.logger.Warn("record terminate of superseded host", "host_id", host.ID, "error", terr)
 	}
+}
+
+// deregisterNode removes the node named nodeName of pool, whose host is
+// gone, through Config.Deregister. Failures are logged: the node then goes
+// down by heartbeat as it would without this.
+func (p *Provisioner) deregisterNode(ctx context.Context, pool, nodeName string) {
+	if p.cfg.Deregister == nil || nodeName == "" {
+		return
+	}
+	nodes, err := poolNodes(p.cfg.State(), pool)
+	if err != nil {
+		p.logger.Warn("read nodes of terminated host", "pool", pool, "node", nodeName, "error", err)
+		return
+	}
+	n := nodes[nodeName]
+	if n == nil {
+		return // never joined, or already gone
+	}
+	dctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
+	defer cancel()
+	if err := p.cfg.Deregister(dctx, n.ID); err != nil {
+		p.logger.Warn("deregister node of terminated host", "pool", pool, "node_id", n.ID, "node", nodeName, "error", err)
+		return
+	}
+	p.mu.Lock()
+	delete(p.idle, n.ID)
+	p.mu.Unlock()
+	p.logger.Info("deregistered node of terminated host", "pool", pool, "node_id", n.ID, "node", nodeName)
+}
+
+// redactedToken replaces the join token in provider errors.
+const redactedToken = "<join token redacted>"
+
+func redactToken(err error, token string) error {
+	if err == nil || token == "" || !strings.Contains(err.Error(), token) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), token, redactedToken))
 }
 
 func providerName(p Provider) string {

@@ -34,6 +34,8 @@ type fakeProvider struct {
 	// failKey fails Create only for these idempotency keys.
 	failKey map[string]bool
 	next    int
+	// joins are the JoinInfo of every Create call.
+	joins []JoinInfo
 }
 
 func newFakeProvider() *fakeProvider { return &fakeProvider{hosts: map[string]Host{}} }
@@ -43,6 +45,7 @@ func (f *fakeProvider) Name() string { return "fake" }
 func (f *fakeProvider) Create(ctx context.Context, req CreateRequest) (Host, error) {
 	f.mu.Lock()
 	f.creates++
+	f.joins = append(f.joins, req.Join)
 	block, fail := f.block, f.fail
 	if f.failKey[req.IdempotencyKey] {
 		fail = errors.New("no capacity for this one")
@@ -123,6 +126,8 @@ type harness struct {
 	// drained lists the nodes Drain was called for.
 	drained []string
 	stats   map[string]*structs.NodeDeviceStats
+	// entries are the encoded Raft entries applied, in order.
+	entries [][]byte
 	p       *Provisioner
 	warmed  bool
 }
@@ -214,6 +219,7 @@ func (h *harness) apply(t structs.MessageType, msg interface{}) (interface{}, ui
 		return nil, 0, err
 	}
 	h.mu.Lock()
+	h.entries = append(h.entries, buf)
 	h.index++
 	idx := h.index
 	resp := h.fsm.RaftFSM().Apply(&raft.Log{Index: idx, Term: 1, Type: raft.LogCommand, Data: buf})

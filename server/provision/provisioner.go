@@ -59,6 +59,11 @@ type Config struct {
 	// allocations run to completion; services move). Required for
 	// scale-in; nil disables scale-in.
 	Drain func(ctx context.Context, nodeID string) error
+	// Deregister removes the node of a host whose terminate succeeded
+	// (marked down, its allocations lost, then purged), so no dead
+	// provisioned node lingers in `node status`. nil: the node goes down
+	// by heartbeat and the garbage collector removes it later.
+	Deregister func(ctx context.Context, nodeID string) error
 	// DeviceStats returns a node's latest GPU telemetry, or nil when the
 	// client reports none. nil: no node has stats (a pool's GPU idle rule
 	// then never holds).

@@ -33,6 +33,8 @@ type Server struct {
 	registrations int
 	heartbeats    int
 	updates       int
+	// gpus holds each node's GPU samples from its last heartbeat.
+	gpus map[string][]*structs.GPUUsage
 	// failRegister makes the next n NodeRegister calls fail.
 	failRegister int
 	// blobs is the artifact store (artifacts.go).
@@ -112,6 +114,32 @@ func (s *Server) NodeUpdateStatus(ctx context.Context, nodeID, status string) (t
 	}
 	n.StatusUpdatedAt = time.Now().Unix()
 	return s.ttl, nil
+}
+
+// NodeHeartbeatGPUs records a heartbeat with its GPU samples, refused as
+// the real server refuses them (structs.ValidateGPUUsage).
+func (s *Server) NodeHeartbeatGPUs(ctx context.Context, nodeID, status string, gpus []*structs.GPUUsage) (time.Duration, error) {
+	if err := structs.ValidateGPUUsage(gpus); err != nil {
+		return 0, err
+	}
+	ttl, err := s.NodeUpdateStatus(ctx, nodeID, status)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.gpus == nil {
+		s.gpus = map[string][]*structs.GPUUsage{}
+	}
+	s.gpus[nodeID] = gpus
+	return ttl, nil
+}
+
+// LastGPUs returns the GPU samples of the node's last heartbeat.
+func (s *Server) LastGPUs(nodeID string) []*structs.GPUUsage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gpus[nodeID]
 }
 
 // NodeAllocations returns copies of the node's allocations once the index
