@@ -71,6 +71,8 @@ var schemaFns = []func() *memdb.TableSchema{
 	endpointAliasesTableSchema,
 	// Node pools.
 	nodePoolsTableSchema,
+	// The client allocation watch's per-node index (derived, issue 17).
+	nodeAllocChangesTableSchema,
 }
 
 // dbSchema returns the full memdb schema. It returns an error when a table's
