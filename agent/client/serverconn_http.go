@@ -383,11 +383,16 @@ func (c *HTTPServerConn) call(ctx context.Context, method, path string, params u
 			c.current = next
 		}
 		c.mu.Unlock()
-		// The server failed this call (unreachable, stopped, no leader):
-		// the long polls waiting on it end too, and ask the next server,
-		// rather than wait out their time on a server whose connection
-		// may never close (a partition, a stopped process).
-		c.cutPolls(idx)
+		if wait == 0 && n > 1 {
+			// The server failed this call (unreachable, stopped, no
+			// leader): the long polls waiting on it end too, and ask the
+			// next server, rather than wait out their time on a server
+			// whose connection may never close (a partition, a stopped
+			// process). Only a call that is not a poll cuts: a poll's own
+			// failure (maybe its cut) cutting the others would keep them
+			// cutting each other.
+			c.cutPolls(idx)
+		}
 		if n > 1 {
 			c.logger.Debug("server failed; trying the next", "server", c.servers[idx].Host, "next", c.servers[next].Host, "error", err)
 		}

@@ -21,6 +21,11 @@ func stalledServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	release := make(chan struct{})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/client-allocs") {
+			if r.URL.Query().Get("index") == "99" {
+				// A poll this server fails at once.
+				http.Error(w, `{"error":"no leader"}`, http.StatusServiceUnavailable)
+				return
+			}
 			polls.Add(1)
 			select {
 			case <-r.Context().Done():
@@ -55,7 +60,8 @@ func answeringServer(t *testing.T, knownLeader string) (*httptest.Server, *atomi
 // TestHTTPServerConnFailedCallCutsLongPolls: a 5-minute allocation poll
 // held by a server whose connection does not close (stopped, cut off) ends
 // as soon as another call of the client fails on that server (its
-// heartbeat), and is answered by the next server.
+// heartbeat), and is answered by the next server; another poll failing
+// there does not cut it.
 func TestHTTPServerConnFailedCallCutsLongPolls(t *testing.T) {
 	stalled, stalledPolls := stalledServer(t)
 	good, goodPolls := answeringServer(t, "true")
@@ -81,11 +87,21 @@ func TestHTTPServerConnFailedCallCutsLongPolls(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	// Another poll failing on that server cuts nothing: polls cutting each
+	// other on their own failures would never stop.
+	if _, _, err := conn.NodeClientAllocs(ctx, "m", &structs.QueryOptions{MinQueryIndex: 99, MaxQueryTime: AllocWatchWait, AllowStale: true}); err != nil {
+		t.Fatalf("failed poll, answered by the next server: %v", err)
+	}
 	select {
 	case a := <-done:
-		t.Fatalf("the poll returned before any call failed: %+v", a)
-	default:
+		t.Fatalf("the poll returned when another poll failed: %+v", a)
+	case <-time.After(100 * time.Millisecond):
 	}
+	// That poll moved the connection to the next server; the heartbeat
+	// below must go to the stalled one first, as it would have.
+	conn.mu.Lock()
+	conn.current = 0
+	conn.mu.Unlock()
 	// The heartbeat fails on the stalled server (503) and goes on to the
 	// next one; the poll must follow.
 	if _, err := conn.NodeUpdateStatus(ctx, "n", structs.NodeStatusReady); err != nil {
@@ -99,8 +115,8 @@ func TestHTTPServerConnFailedCallCutsLongPolls(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the long poll was still held by the stalled server after its heartbeat failed there")
 	}
-	if goodPolls.Load() != 1 {
-		t.Fatalf("next server got %d polls, want 1", goodPolls.Load())
+	if goodPolls.Load() != 2 {
+		t.Fatalf("next server got %d polls, want 2 (the failed one, the cut one)", goodPolls.Load())
 	}
 }
 
