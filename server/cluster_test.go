@@ -314,10 +314,24 @@ func TestCluster_LeaderChangeEndsFollowersLongPolls(t *testing.T) {
 	c := servertest.NewCluster(t, 3)
 	l := c.WaitForLeader()
 	f := c.Server(c.Follower())
-	ids, meta, err := f.NodeClientAllocs(context.Background(), "no-such-node", &structs.QueryOptions{AllowStale: true})
-	if err != nil || len(ids) != 0 {
-		t.Fatalf("first read: %v %v", ids, err)
-	}
+	// The follower's own view of the leader must have settled: its
+	// learning of the leader is a leader change too, which ends polls.
+	leaderAddr := c.Addr(l)
+	waittest.NoErr(t, 10*time.Second, "the follower to know the leader", func() (bool, error) {
+		if got := f.Leader(); got != leaderAddr {
+			return false, fmt.Errorf("follower sees leader %q, want %q", got, leaderAddr)
+		}
+		return true, nil
+	})
+	var meta structs.QueryMeta
+	waittest.NoErr(t, 10*time.Second, "the follower to answer stale reads", func() (bool, error) {
+		ids, m, err := f.NodeClientAllocs(context.Background(), "no-such-node", &structs.QueryOptions{AllowStale: true})
+		if err != nil || len(ids) != 0 {
+			return false, fmt.Errorf("first read: %v %v", ids, err)
+		}
+		meta = m
+		return true, nil
+	})
 	type answer struct {
 		meta structs.QueryMeta
 		err  error
