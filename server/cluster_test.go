@@ -304,3 +304,55 @@ func TestCluster_SnapshotInstallToLaggingFollower(t *testing.T) {
 		t.Fatal("follower lacks the last write")
 	}
 }
+
+// TestCluster_LeaderChangeEndsFollowersLongPolls: a client's 5-minute
+// stale allocation poll on a follower ends when the leader dies (the
+// follower's leader changes), answered with KnownLeader false while no
+// leader is known, instead of holding the client on a follower that no
+// longer hears from a leader.
+func TestCluster_LeaderChangeEndsFollowersLongPolls(t *testing.T) {
+	c := servertest.NewCluster(t, 3)
+	l := c.WaitForLeader()
+	f := c.Server(c.Follower())
+	// The follower's own view of the leader must have settled: its
+	// learning of the leader is a leader change too, which ends polls.
+	leaderAddr := c.Addr(l)
+	waittest.NoErr(t, 10*time.Second, "the follower to know the leader", func() (bool, error) {
+		if got := f.Leader(); got != leaderAddr {
+			return false, fmt.Errorf("follower sees leader %q, want %q", got, leaderAddr)
+		}
+		return true, nil
+	})
+	var meta structs.QueryMeta
+	waittest.NoErr(t, 10*time.Second, "the follower to answer stale reads", func() (bool, error) {
+		ids, m, err := f.NodeClientAllocs(context.Background(), "no-such-node", &structs.QueryOptions{AllowStale: true})
+		if err != nil || len(ids) != 0 {
+			return false, fmt.Errorf("first read: %v %v", ids, err)
+		}
+		meta = m
+		return true, nil
+	})
+	type answer struct {
+		meta structs.QueryMeta
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		_, m, err := f.NodeClientAllocs(context.Background(), "no-such-node", &structs.QueryOptions{MinQueryIndex: meta.Index, MaxQueryTime: 5 * time.Minute, AllowStale: true})
+		done <- answer{m, err}
+	}()
+	select {
+	case a := <-done:
+		t.Fatalf("the poll answered before any change: %+v", a)
+	case <-time.After(200 * time.Millisecond):
+	}
+	c.Kill(l)
+	select {
+	case a := <-done:
+		if a.err != nil {
+			t.Fatalf("cut poll: %v", a.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the follower held the poll 30 s after the leader died")
+	}
+}

@@ -12,36 +12,37 @@ import (
 
 // NodeClientAllocs returns every allocation on the node, terminal or not,
 // as a map from allocation ID to AllocModifyIndex, as a blocking query
-// (Nomad's Node.GetClientAllocs). The query's index is the highest
-// AllocModifyIndex of the node's allocations, so a client's own status
-// reports (which move only ModifyIndex) do not wake it; it also moves when
-// one of the node's allocations is removed (nodeAllocsWatch). A client
+// (Nomad's Node.GetClientAllocs). The query's index and the only channel
+// it waits on are the node's row of server-side changes
+// (state.NodeClientAllocsIndex): a placement, a stop or a removal of one
+// of the node's allocations moves it; the client's own status reports and
+// deployment health verdicts (which move only ModifyIndex) do not, so they
+// neither wake the client nor re-run the query on the server. A client
 // fetches the allocations whose index it has not seen with
 // NodeFetchAllocs.
 func (s *Server) NodeClientAllocs(ctx context.Context, nodeID string, q *structs.QueryOptions) (map[string]uint64, structs.QueryMeta, error) {
-	w := &nodeAllocsWatch{byAllocModify: true}
+	var minIndex uint64
 	if q != nil {
-		w.minIndex = q.MinQueryIndex
+		minIndex = q.MinQueryIndex
 	}
 	resp, meta, err := s.blockingQuery(ctx, q, func(ws memdb.WatchSet, st *state.StateStore) (interface{}, uint64, error) {
-		allocs, err := st.AllocsByNode(ws, nodeID)
-		if err != nil {
-			return nil, 0, err
-		}
-		table, err := st.Index(state.TableAllocs)
-		if err != nil {
-			return nil, 0, err
-		}
-		out := make(map[string]uint64, len(allocs))
-		for _, a := range allocs {
-			out[a.ID] = a.AllocModifyIndex
-		}
-		return out, w.index(allocs, table), nil
+		idx, err := st.NodeClientAllocsIndex(ws, nodeID, minIndex)
+		// The allocations are read only for the answer (below), not at
+		// each run that finds nothing new.
+		return st, idx, err
 	})
 	if err != nil {
 		return nil, meta, err
 	}
-	return resp.(map[string]uint64), meta, nil
+	allocs, err := resp.(*state.StateStore).AllocsByNode(nil, nodeID)
+	if err != nil {
+		return nil, meta, err
+	}
+	out := make(map[string]uint64, len(allocs))
+	for _, a := range allocs {
+		out[a.ID] = a.AllocModifyIndex
+	}
+	return out, meta, nil
 }
 
 // NodeFetchAllocs returns the named allocations of the node, in the order

@@ -19,7 +19,8 @@ import (
 // index exceeds MinQueryIndex or MaxQueryTime passes (default 5 minutes,
 // capped at 10, plus a random jitter of up to 1/16 of the wait, as Nomad's
 // nomad/rpc.go blockingRPC does so that many waiting clients do not all
-// return at once). A timeout is a normal answer with the current result.
+// return at once). A timeout is a normal answer with the current result;
+// so is the end of the wait at a leader change (query_leader_cut.go).
 // When a snapshot restore replaces the store mid-wait, the query moves to
 // the new store.
 func (s *Server) blockingQuery(ctx context.Context, q *structs.QueryOptions, fn state.QueryFn) (interface{}, structs.QueryMeta, error) {
@@ -51,6 +52,11 @@ func (s *Server) localQuery(ctx context.Context, q *structs.QueryOptions, fn sta
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, wait)
 		defer cancel()
+		// A leader change ends the wait too (query_leader_cut.go): a
+		// follower that lost the leader must not hold its clients.
+		var release func()
+		ctx, release = s.queryCuts.add(ctx)
+		defer release()
 	}
 	for {
 		store := s.fsm.State()

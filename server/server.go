@@ -284,6 +284,10 @@ type Server struct {
 	// (job_endpoint_names.go).
 	endpointNamesMu sync.Mutex
 
+	// queryCuts ends the blocking queries at each leader change
+	// (query_leader_cut.go).
+	queryCuts queryCuts
+
 	shutdownCtx    context.Context
 	shutdownCancel context.CancelFunc
 	shutdownOnce   sync.Once
@@ -384,6 +388,7 @@ func NewServer(cfg *Config) (*Server, error) {
 		}
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	s.watchLeaderForQueries(s.raft, s.shutdownCtx.Done())
 
 	if err := s.setupMembership(ctx); err != nil {
 		cancel()

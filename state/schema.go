@@ -75,6 +75,8 @@ var schemaFns = []func() *memdb.TableSchema{
 	nodePoolsTableSchema,
 	// Provisioning.
 	provisionRequestsTableSchema,
+	// The client allocation watch's per-node index (derived, issue 17).
+	nodeAllocChangesTableSchema,
 }
 
 // dbSchema returns the full memdb schema. It returns an error when a table's

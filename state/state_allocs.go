@@ -37,6 +37,8 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 	// deployments holds the deployments whose allocations changed, to
 	// refresh their counters.
 	deployments := map[string]bool{}
+	// nodes holds the nodes whose allocations changed server-side.
+	nodes := map[string]bool{}
 	if err := planDeploymentsTxn(txn, index, req); err != nil {
 		return err
 	}
@@ -67,6 +69,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		if err := txn.Insert(TableAllocs, a); err != nil {
 			return fmt.Errorf("state: stop allocation %q: %w", a.ID, err)
 		}
+		nodes[a.NodeID] = true
 		jobs[a.JobID] = struct{}{}
 		touched = true
 	}
@@ -115,6 +118,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			if existing.DeploymentID != "" && existing.DeploymentID != a.DeploymentID {
 				deployments[existing.DeploymentID] = true
 			}
+			nodes[existing.NodeID] = true
 		} else {
 			a.CreateIndex = index
 			if a.CreateTime == 0 {
@@ -142,6 +146,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		if err := txn.Insert(TableAllocs, a); err != nil {
 			return fmt.Errorf("state: place allocation %q: %w", a.ID, err)
 		}
+		nodes[a.NodeID] = true
 		if a.DeploymentID != "" {
 			deployments[a.DeploymentID] = true
 		}
@@ -152,6 +157,9 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 		if err := setIndex(txn, TableAllocs, index); err != nil {
 			return err
 		}
+	}
+	if err := nodeAllocsChangedTxn(txn, index, nodes); err != nil {
+		return err
 	}
 	if err := upsertEvalsTxn(txn, index, req.Evals, jobs); err != nil {
 		return err

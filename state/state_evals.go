@@ -67,6 +67,7 @@ func (s *StateStore) DeleteEvals(index uint64, evalIDs, allocIDs []string) error
 	txn := s.writeTxn()
 	defer txn.Abort()
 	jobs := map[string]struct{}{}
+	nodes := map[string]bool{}
 	for _, id := range evalIDs {
 		e, err := evalByIDTxn(txn, nil, id)
 		if err != nil {
@@ -91,6 +92,7 @@ func (s *StateStore) DeleteEvals(index uint64, evalIDs, allocIDs []string) error
 		if err := txn.Delete(TableAllocs, a); err != nil {
 			return fmt.Errorf("state: delete allocation %q: %w", id, err)
 		}
+		nodes[a.NodeID] = true
 		if err := deleteServicesByTxn(txn, index, "alloc", a.ID); err != nil {
 			return err
 		}
@@ -105,6 +107,9 @@ func (s *StateStore) DeleteEvals(index uint64, evalIDs, allocIDs []string) error
 		if err := setIndex(txn, TableAllocs, index); err != nil {
 			return err
 		}
+	}
+	if err := nodeAllocsChangedTxn(txn, index, nodes); err != nil {
+		return err
 	}
 	if err := updateJobStatusesTxn(txn, index, jobs, true); err != nil {
 		return err

@@ -72,6 +72,8 @@ func (s *StateStore) PurgeGC(index uint64, req *structs.GCPurgeRequest) error {
 	txn := s.writeTxn()
 	defer txn.Abort()
 	changed := map[string]bool{}
+	// nodes holds the nodes whose allocations were removed, or that were.
+	nodes := map[string]bool{}
 	for _, j := range req.Jobs {
 		job, err := jobByIDTxn(txn, nil, j.JobID)
 		if err != nil {
@@ -118,6 +120,7 @@ func (s *StateStore) PurgeGC(index uint64, req *structs.GCPurgeRequest) error {
 			if err := txn.Delete(TableAllocs, a); err != nil {
 				return fmt.Errorf("state: gc delete allocation %q: %w", id, err)
 			}
+			nodes[a.NodeID] = true
 			if err := deleteServicesByTxn(txn, index, "alloc", a.ID); err != nil {
 				return err
 			}
@@ -135,7 +138,11 @@ func (s *StateStore) PurgeGC(index uint64, req *structs.GCPurgeRequest) error {
 		if err := txn.Delete(TableNodes, node); err != nil {
 			return fmt.Errorf("state: gc delete node %q: %w", n.NodeID, err)
 		}
+		nodes[n.NodeID] = true
 		changed[TableNodes] = true
+	}
+	if err := nodeAllocsChangedTxn(txn, index, nodes); err != nil {
+		return err
 	}
 	for _, table := range []string{TableJobs, TableEvals, TableAllocs, TableNodes} {
 		if !changed[table] {

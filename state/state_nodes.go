@@ -48,6 +48,9 @@ func (s *StateStore) UpsertNode(index uint64, node *structs.Node) error {
 	if err := txn.Insert(TableNodes, n); err != nil {
 		return fmt.Errorf("state: insert node %q: %w", n.ID, err)
 	}
+	if err := ensureNodeAllocChangeTxn(txn, n.ID); err != nil {
+		return err
+	}
 	if err := setIndex(txn, TableNodes, index); err != nil {
 		return err
 	}
@@ -72,6 +75,9 @@ func (s *StateStore) DeleteNode(index uint64, nodeID string) error {
 	}
 	if err := txn.Delete(TableNodes, existing); err != nil {
 		return fmt.Errorf("state: delete node %q: %w", nodeID, err)
+	}
+	if err := nodeAllocChangeTxn(txn, index, nodeID); err != nil {
+		return err
 	}
 	if err := deleteServicesByTxn(txn, index, "node", nodeID); err != nil {
 		return err

@@ -91,9 +91,12 @@ func (r *StateRestore) insert(table, id string, obj interface{}) error {
 	return nil
 }
 
-// Commit makes the restored objects visible. It never fails today; the
-// error is kept for future stores.
+// Commit rebuilds the derived tables (TableNodeAllocChanges) and makes
+// the restored objects visible. It fails only when the rebuild does.
 func (r *StateRestore) Commit() error {
+	if err := rebuildNodeAllocChanges(r.txn); err != nil {
+		return err
+	}
 	r.txn.Commit()
 	return nil
 }

@@ -77,6 +77,11 @@ type HTTPServerConn struct {
 	mu      sync.Mutex
 	current int
 	secrets map[string]string
+	// polls holds the cancel functions of the blocking queries in flight,
+	// by server index, so that a failed call to a server also ends the
+	// long polls waiting on it (see call).
+	polls   map[int]map[uint64]context.CancelFunc
+	pollSeq uint64
 }
 
 var (
@@ -355,10 +360,23 @@ func (c *HTTPServerConn) call(ctx context.Context, method, path string, params u
 	var lastErr error
 	for i := 0; i < n; i++ {
 		idx := (start + i) % n
-		h, retry, err := c.try(ctx, c.servers[idx], method, path, params, secret, payload, out, wait)
+		rctx, release := ctx, func() {}
+		if wait > 0 {
+			rctx, release = c.trackPoll(ctx, idx)
+		}
+		h, retry, err := c.try(rctx, c.servers[idx], method, path, params, secret, payload, out, wait)
+		release()
+		next := (idx + 1) % n
 		if err == nil {
 			c.mu.Lock()
 			c.current = idx
+			if wait > 0 && n > 1 && h.Get("X-Gpulayer-KnownLeader") != "true" {
+				// A server that knows no leader answered a long poll
+				// (its wait cut at the leader change, or timed out):
+				// the next call asks another, which may hear from the
+				// new leader, instead of waiting on this one again.
+				c.current = next
+			}
 			c.mu.Unlock()
 			return h, nil
 		}
@@ -369,17 +387,59 @@ func (c *HTTPServerConn) call(ctx context.Context, method, path string, params u
 			return nil, err
 		}
 		lastErr = err
-		next := (idx + 1) % n
 		c.mu.Lock()
 		if c.current == idx {
 			c.current = next
 		}
 		c.mu.Unlock()
+		if wait == 0 && n > 1 {
+			// The server failed this call (unreachable, stopped, no
+			// leader): the long polls waiting on it end too, and ask the
+			// next server, rather than wait out their time on a server
+			// whose connection may never close (a partition, a stopped
+			// process). Only a call that is not a poll cuts: a poll's own
+			// failure (maybe its cut) cutting the others would keep them
+			// cutting each other.
+			c.cutPolls(idx)
+		}
 		if n > 1 {
 			c.logger.Debug("server failed; trying the next", "server", c.servers[idx].Host, "next", c.servers[next].Host, "error", err)
 		}
 	}
 	return nil, fmt.Errorf("%w (%d servers tried): %w", ErrNoServers, n, lastErr)
+}
+
+// trackPoll returns ctx, also ended by cutPolls(idx), and its release.
+func (c *HTTPServerConn) trackPoll(ctx context.Context, idx int) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	c.mu.Lock()
+	if c.polls == nil {
+		c.polls = map[int]map[uint64]context.CancelFunc{}
+	}
+	if c.polls[idx] == nil {
+		c.polls[idx] = map[uint64]context.CancelFunc{}
+	}
+	c.pollSeq++
+	id := c.pollSeq
+	c.polls[idx][id] = cancel
+	c.mu.Unlock()
+	return ctx, func() {
+		c.mu.Lock()
+		delete(c.polls[idx], id)
+		c.mu.Unlock()
+		cancel()
+	}
+}
+
+// cutPolls ends the blocking queries in flight to server idx.
+func (c *HTTPServerConn) cutPolls(idx int) {
+	c.mu.Lock()
+	polls := c.polls[idx]
+	delete(c.polls, idx)
+	c.mu.Unlock()
+	for _, cancel := range polls {
+		cancel()
+	}
 }
 
 // try sends one request to one server. retry reports whether another

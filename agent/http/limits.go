@@ -40,8 +40,9 @@ const (
 // a stream that lives as long as the session (POST
 // /v1/allocation/{id}/exec, stdin of `alloc exec`). A client that sends its
 // body slower than that gets a read error (400 or 413) and the connection
-// is closed. Responses are not bounded: blocking queries, log follow and
-// the event stream write for as long as they run.
+// is closed. A request without a body gets no deadline. Responses are not
+// bounded: blocking queries, log follow and the event stream write for as
+// long as they run.
 //
 // The http.Server must leave ReadTimeout zero (ReadHeaderTimeout bounds the
 // headers), or the server's own deadline would cut the exec stream.
@@ -63,6 +64,13 @@ func WithBodyDeadline(next http.Handler, bodyTimeout, snapshotTimeout time.Durat
 			// An artifact upload (up to limits.artifact_max_bytes, 8 GiB
 			// by default) gets the snapshot upload's bound, 1 h.
 			d = snapshotTimeout
+		}
+		if r.Body == http.NoBody {
+			// Nothing to read (a GET): a read deadline would bound
+			// nothing but the connection's background read, and its
+			// expiry cancels the request's context, cutting a
+			// blocking query (clients wait up to 5 minutes) at d.
+			d = 0
 		}
 		if d > 0 {
 			// An error means the writer cannot set deadlines (a test

@@ -283,7 +283,7 @@ func (n *simNode) watchLoop() {
 	tr := client.NewAllocTracker(n.f.conn, n.node.ID)
 	backoff := 250 * time.Millisecond
 	for n.f.ctx.Err() == nil {
-		all, changed, err := tr.Next(n.f.ctx, 30*time.Second)
+		all, changed, err := tr.Next(n.f.ctx, client.AllocWatchWait)
 		if err != nil {
 			if n.f.ctx.Err() != nil {
 				return
@@ -304,7 +304,7 @@ func (n *simNode) fullPollLoop() {
 	seen := map[string]uint64{}
 	backoff := 250 * time.Millisecond
 	for n.f.ctx.Err() == nil {
-		all, meta, err := n.f.conn.NodeAllocations(n.f.ctx, n.node.ID, &structs.QueryOptions{MinQueryIndex: index, MaxQueryTime: 30 * time.Second})
+		all, meta, err := n.f.conn.NodeAllocations(n.f.ctx, n.node.ID, &structs.QueryOptions{MinQueryIndex: index, MaxQueryTime: client.AllocWatchWait})
 		if err != nil {
 			if n.f.ctx.Err() != nil {
 				return
