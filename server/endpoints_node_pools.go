@@ -15,7 +15,9 @@ import (
 // index. Indexes in the input are ignored. It returns errors wrapping
 // structs.ErrInvalid for no pools or more than
 // structs.MaxNodePoolsPerRequest, a pool that fails Validate, a name given
-// twice, or the built-in "all" (which cannot be modified); and errors
+// twice, the built-in "all" (which cannot be modified), or a provider
+// config naming a program, image or binary this server's agent config
+// does not allow (checkPoolProvider); and errors
 // wrapping structs.ErrNotLeader or structs.ErrShutdown. Nothing is written
 // when the request is refused.
 func (s *Server) UpsertNodePools(ctx context.Context, pools []*structs.NodePool) (uint64, error) {
@@ -29,6 +31,9 @@ func (s *Server) UpsertNodePools(ctx context.Context, pools []*structs.NodePool)
 			return 0, fmt.Errorf("node pool upsert: %w: NodePools[%d]: must not be null", structs.ErrInvalid, i)
 		}
 		if err := p.Validate(); err != nil {
+			return 0, fmt.Errorf("node pool upsert: %w", err)
+		}
+		if err := s.config.Provision.checkPoolProvider(p); err != nil {
 			return 0, fmt.Errorf("node pool upsert: %w", err)
 		}
 		if p.Name == structs.NodePoolAll {

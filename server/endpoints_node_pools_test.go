@@ -15,7 +15,7 @@ import (
 
 func gpuPool(name string) *structs.NodePool {
 	return &structs.NodePool{Name: name, Description: "a100 hosts",
-		Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 4, ProviderConfig: map[string]string{"image": "gpulayer:dev"},
+		Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 4, ProviderConfig: map[string]string{"memory_mb": "512"},
 			Shape: structs.NodeShape{NodeClass: "a100", GPUCount: 1}, IdleAfter: 2 * time.Minute, Idle: structs.PoolIdleRule{NoAllocations: true}}}
 }
 
