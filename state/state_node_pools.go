@@ -30,6 +30,9 @@ func (s *StateStore) UpsertNodePools(index uint64, pools []*structs.NodePool) er
 	}
 	txn := s.writeTxn()
 	defer txn.Abort()
+	if err := checkPoolRoomTxn(txn, pools); err != nil {
+		return err
+	}
 	touched := false
 	for _, p := range pools {
 		existing, err := nodePoolRowTxn(txn, nil, p.Name)
@@ -232,10 +235,61 @@ func ensureNodePoolTxn(txn *memdb.Txn, index uint64, name string) error {
 	if err != nil || p != nil {
 		return err
 	}
+	n, err := countPoolRowsTxn(txn)
+	if err != nil {
+		return err
+	}
+	if n >= structs.MaxNodePools {
+		return invalid("node pool %q: the cluster has %d node pools, at most %d; a node cannot create another", name, n, structs.MaxNodePools)
+	}
 	if err := txn.Insert(TableNodePools, &structs.NodePool{Name: name, CreateIndex: index, ModifyIndex: index}); err != nil {
 		return fmt.Errorf("state: insert node pool %q: %w", name, err)
 	}
 	return setIndex(txn, TableNodePools, index)
+}
+
+// countPoolRowsTxn counts the written pools, the built-ins not counted.
+func countPoolRowsTxn(txn *memdb.Txn) (int, error) {
+	it, err := txn.Get(TableNodePools, "id")
+	if err != nil {
+		return 0, fmt.Errorf("state: list node pools: %w", err)
+	}
+	n := 0
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		if !structs.IsBuiltinNodePool(raw.(*structs.NodePool).Name) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// checkPoolRoomTxn refuses an upsert that would take the cluster past
+// structs.MaxNodePools (rewriting existing pools always fits).
+func checkPoolRoomTxn(txn *memdb.Txn, pools []*structs.NodePool) error {
+	added := 0
+	for _, p := range pools {
+		if structs.IsBuiltinNodePool(p.Name) {
+			continue
+		}
+		existing, err := nodePoolRowTxn(txn, nil, p.Name)
+		if err != nil {
+			return err
+		}
+		if existing == nil {
+			added++
+		}
+	}
+	if added == 0 {
+		return nil
+	}
+	n, err := countPoolRowsTxn(txn)
+	if err != nil {
+		return err
+	}
+	if n+added > structs.MaxNodePools {
+		return invalid("node pools: the cluster has %d node pools and this adds %d; at most %d", n, added, structs.MaxNodePools)
+	}
+	return nil
 }
 
 // checkNodePool refuses a node whose NodePool is malformed or "all".
