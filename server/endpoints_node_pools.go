@@ -72,7 +72,7 @@ func (s *Server) DeleteNodePool(ctx context.Context, name string) (uint64, error
 		return 0, fmt.Errorf("node pool delete: %w: node pool %q is built-in and cannot be deleted", structs.ErrInvalid, name)
 	}
 	if !structs.ValidNodePoolName(name) {
-		return 0, fmt.Errorf("node pool delete: %w: node pool name %q is malformed", structs.ErrInvalid, name)
+		return 0, fmt.Errorf("node pool delete: %w: node pool name %q is malformed", structs.ErrInvalid, truncateForError(name))
 	}
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.DeleteNodePool(fctx, name)
@@ -219,7 +219,7 @@ func (s *Server) checkJobNodePool(job *structs.Job) error {
 		return nil
 	}
 	if !structs.ValidNodePoolName(name) {
-		return fmt.Errorf("%w: job %q: node_pool %q: must be 1 to %d letters, digits, '-' or '_'", structs.ErrInvalid, job.ID, name, structs.MaxNodePoolNameLen)
+		return fmt.Errorf("%w: job %q: node_pool %q (%d bytes): must be 1 to %d letters, digits, '-' or '_'", structs.ErrInvalid, truncateForError(job.ID), truncateForError(name), len(name), structs.MaxNodePoolNameLen)
 	}
 	p, err := s.fsm.State().NodePoolByName(nil, name)
 	if err != nil {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -199,5 +200,23 @@ func TestNodeJoiningPoolPlacesBlockedJob(t *testing.T) {
 	allocs := runningAllocs(t, s, job.ID, 1)
 	if allocs[0].NodeID != n.ID {
 		t.Fatalf("placed on %s, want the gpu node %s", allocs[0].NodeID, n.ID)
+	}
+}
+
+// TestNodeRegisterHugePoolNameErrorBounded proves a node registering with
+// a 10 KB pool name is refused with an error that does not echo the whole
+// name back (into the response and the server's logs).
+func TestNodeRegisterHugePoolNameErrorBounded(t *testing.T) {
+	s := servertest.NewServer(t)
+	n := statetest.Node(0)
+	n.NodePool = strings.Repeat("p", 10<<10)
+	_, err := s.NodeRegister(ctxT(t), n)
+	if !errors.Is(err, structs.ErrInvalid) || len(err.Error()) > 1024 {
+		t.Fatalf("node register with a 10 KB pool name: %d-byte error %.300v", len(fmt.Sprint(err)), err)
+	}
+	job := statetest.BatchJob(0)
+	job.NodePool = strings.Repeat("j", 10<<10)
+	if _, err := s.JobRegister(ctxT(t), job); !errors.Is(err, structs.ErrInvalid) || len(err.Error()) > 1024 {
+		t.Fatalf("job with a 10 KB pool name: %d-byte error %.300v", len(fmt.Sprint(err)), err)
 	}
 }

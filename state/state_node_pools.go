@@ -301,7 +301,7 @@ func checkNodePool(n *structs.Node) error {
 		return invalid("node %q: node pool %q cannot have nodes", n.ID, n.NodePool)
 	}
 	if !structs.ValidNodePoolName(n.NodePool) {
-		return invalid("node %q: node pool name %q: must be 1 to %d letters, digits, '-' or '_'", n.ID, n.NodePool, structs.MaxNodePoolNameLen)
+		return invalid("node %q: node pool name %.128q (%d bytes): must be 1 to %d letters, digits, '-' or '_'", n.ID, n.NodePool, len(n.NodePool), structs.MaxNodePoolNameLen)
 	}
 	return nil
 }
