@@ -129,6 +129,35 @@ func poolUnusedTxn(txn *memdb.Txn, name string) error {
 			return invalid("node pool %q: job %q (status %s) is in it; cannot delete", name, j.ID, j.Status)
 		}
 	}
+	return poolUnprovisionedTxn(txn, name)
+}
+
+// poolUnprovisionedTxn returns an ErrInvalid error when the provisioner
+// is making a host for pool name or one of its hosts lives: deleting the
+// pool would take it out of the provisioner's view (never scaled in nor
+// reconciled), and the host's agent would re-create it, without a
+// scaling policy, when it joins.
+func poolUnprovisionedTxn(txn *memdb.Txn, name string) error {
+	reqs, err := getAll[structs.ProvisionRequest](txn, nil, TableProvisionRequests, "pool", name)
+	if err != nil {
+		return err
+	}
+	terminated := map[string]bool{}
+	for _, r := range reqs {
+		if r.Op == structs.ProvisionOpTerminate && r.Status == structs.ProvisionStatusComplete {
+			terminated[r.HostID] = true
+		}
+	}
+	for _, r := range reqs {
+		switch {
+		case !r.Finished():
+			return invalid("node pool %q: provision request %q (%s, %s) is not finished; set the pool's min to 0 and let its hosts fall idle (drain them) so the provisioner terminates them, then delete",
+				name, r.ID, r.Op, r.Status)
+		case r.Op == structs.ProvisionOpCreate && r.Status == structs.ProvisionStatusComplete && r.HostID != "" && !terminated[r.HostID]:
+			return invalid("node pool %q: provisioned host %q (node %q) is not terminated; set the pool's min to 0 and let its hosts fall idle (drain them) so the provisioner terminates them, then delete",
+				name, r.HostID, r.NodeName)
+		}
+	}
 	return nil
 }
 

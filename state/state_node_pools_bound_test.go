@@ -62,3 +62,40 @@ func TestNodePoolCountBounded(t *testing.T) {
 		t.Fatalf("pools = %d, %v", len(pools), err)
 	}
 }
+
+// TestDeletePoolWithProvisionedHostsRefused proves a pool cannot be
+// deleted while the provisioner is making a host for it or one of its
+// hosts lives: the pool would leave the provisioner's view (so the host
+// is never scaled in nor reconciled as an orphan), and the host's agent,
+// joining later, would re-create the pool without a scaling policy; the
+// host would run, unmanaged, for ever.
+func TestDeletePoolWithProvisionedHostsRefused(t *testing.T) {
+	s := testStore(t)
+	if err := s.UpsertNodePools(1, []*structs.NodePool{testPool("gpu")}); err != nil {
+		t.Fatal(err)
+	}
+	create := &structs.ProvisionRequest{ID: "r1", Pool: "gpu", Op: structs.ProvisionOpCreate, IdempotencyKey: "k1",
+		NodeName: "gpu-1", Status: structs.ProvisionStatusPending, Reason: "test"}
+	if err := s.UpsertProvisionRequests(2, []*structs.ProvisionRequest{create}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteNodePools(3, []string{"gpu"}); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "provision") {
+		t.Fatalf("delete with a pending create: %v", err)
+	}
+	done := *create
+	done.Status, done.HostID = structs.ProvisionStatusComplete, "h1"
+	if err := s.UpsertProvisionRequests(4, []*structs.ProvisionRequest{&done}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteNodePools(5, []string{"gpu"}); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "h1") {
+		t.Fatalf("delete with a live host: %v", err)
+	}
+	term := &structs.ProvisionRequest{ID: "r2", Pool: "gpu", Op: structs.ProvisionOpTerminate, HostID: "h1",
+		Status: structs.ProvisionStatusComplete, Reason: "idle"}
+	if err := s.UpsertProvisionRequests(6, []*structs.ProvisionRequest{term}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteNodePools(7, []string{"gpu"}); err != nil {
+		t.Fatalf("delete once the host is terminated: %v", err)
+	}
+}
