@@ -16,7 +16,9 @@ import (
 // UpsertNodePools creates or replaces pools at Raft index index, all in one
 // transaction: a stored pool keeps its CreateIndex; an unchanged one is not
 // written again. Errors wrap structs.ErrInvalid for a nil pool, one that
-// fails Validate, a name given twice, or "all"; then nothing is written.
+// fails Validate, a name given twice, "all", past structs.MaxNodePools, or
+// one whose scaling policy is removed or whose provider changes while one
+// of its hosts lives or is being made; then nothing is written.
 func (s *StateStore) UpsertNodePools(index uint64, pools []*structs.NodePool) error {
 	seen := make(map[string]bool, len(pools))
 	for _, p := range pools {
@@ -38,6 +40,12 @@ func (s *StateStore) UpsertNodePools(index uint64, pools []*structs.NodePool) er
 		existing, err := nodePoolRowTxn(txn, nil, p.Name)
 		if err != nil {
 			return err
+		}
+		if existing != nil && existing.Scaling != nil && (p.Scaling == nil || p.Scaling.Provider != existing.Scaling.Provider) {
+			// The old provider's hosts would never be terminated.
+			if err := poolUnprovisionedTxn(txn, p.Name, "remove its scaling policy or change its provider"); err != nil {
+				return err
+			}
 		}
 		c := p.Copy()
 		c.CreateIndex, c.ModifyIndex = index, index
@@ -129,7 +137,7 @@ func poolUnusedTxn(txn *memdb.Txn, name string) error {
 			return invalid("node pool %q: job %q (status %s) is in it; cannot delete", name, j.ID, j.Status)
 		}
 	}
-	return poolUnprovisionedTxn(txn, name)
+	return poolUnprovisionedTxn(txn, name, "delete it")
 }
 
 // poolUnprovisionedTxn returns an ErrInvalid error when the provisioner
@@ -137,7 +145,7 @@ func poolUnusedTxn(txn *memdb.Txn, name string) error {
 // pool would take it out of the provisioner's view (never scaled in nor
 // reconciled), and the host's agent would re-create it, without a
 // scaling policy, when it joins.
-func poolUnprovisionedTxn(txn *memdb.Txn, name string) error {
+func poolUnprovisionedTxn(txn *memdb.Txn, name, action string) error {
 	reqs, err := getAll[structs.ProvisionRequest](txn, nil, TableProvisionRequests, "pool", name)
 	if err != nil {
 		return err
@@ -151,11 +159,11 @@ func poolUnprovisionedTxn(txn *memdb.Txn, name string) error {
 	for _, r := range reqs {
 		switch {
 		case !r.Finished():
-			return invalid("node pool %q: provision request %q (%s, %s) is not finished; set the pool's min to 0 and let its hosts fall idle (drain them) so the provisioner terminates them, then delete",
-				name, r.ID, r.Op, r.Status)
+			return invalid("node pool %q: provision request %q (%s, %s) is not finished; set the pool's min to 0 and let its hosts fall idle (drain them) so the provisioner terminates them, then %s",
+				name, r.ID, r.Op, r.Status, action)
 		case r.Op == structs.ProvisionOpCreate && r.Status == structs.ProvisionStatusComplete && r.HostID != "" && !terminated[r.HostID]:
-			return invalid("node pool %q: provisioned host %q (node %q) is not terminated; set the pool's min to 0 and let its hosts fall idle (drain them) so the provisioner terminates them, then delete",
-				name, r.HostID, r.NodeName)
+			return invalid("node pool %q: provisioned host %q (node %q) is not terminated; set the pool's min to 0 and let its hosts fall idle (drain them) so the provisioner terminates them, then %s",
+				name, r.HostID, r.NodeName, action)
 		}
 	}
 	return nil

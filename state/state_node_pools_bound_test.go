@@ -99,3 +99,35 @@ func TestDeletePoolWithProvisionedHostsRefused(t *testing.T) {
 		t.Fatalf("delete once the host is terminated: %v", err)
 	}
 }
+
+// TestPoolProviderSwapWithLiveHostsRefused proves a pool's scaling policy
+// cannot be removed, nor its provider changed, while one of its hosts
+// lives: the hosts the old provider made would never be terminated (the
+// new one does not know them; a pool without a policy is not scaled).
+func TestPoolProviderSwapWithLiveHostsRefused(t *testing.T) {
+	s := testStore(t)
+	if err := s.UpsertNodePools(1, []*structs.NodePool{testPool("gpu")}); err != nil {
+		t.Fatal(err)
+	}
+	live := &structs.ProvisionRequest{ID: "r1", Pool: "gpu", Op: structs.ProvisionOpCreate, IdempotencyKey: "k1",
+		NodeName: "gpu-1", HostID: "h1", Status: structs.ProvisionStatusComplete, Reason: "test"}
+	if err := s.UpsertProvisionRequests(2, []*structs.ProvisionRequest{live}); err != nil {
+		t.Fatal(err)
+	}
+	noPolicy := testPool("gpu")
+	noPolicy.Scaling = nil
+	otherProvider := testPool("gpu")
+	otherProvider.Scaling.Provider = structs.PoolProviderExec
+	otherProvider.Scaling.ProviderConfig = map[string]string{"command": "/opt/x"}
+	for name, p := range map[string]*structs.NodePool{"policy removed": noPolicy, "provider changed": otherProvider} {
+		if err := s.UpsertNodePools(3, []*structs.NodePool{p}); !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "h1") {
+			t.Fatalf("%s with a live host: %v", name, err)
+		}
+	}
+	// Other changes (bounds, shape, description) are fine.
+	grown := testPool("gpu")
+	grown.Scaling.Max, grown.Description = 8, "more"
+	if err := s.UpsertNodePools(4, []*structs.NodePool{grown}); err != nil {
+		t.Fatalf("max raised: %v", err)
+	}
+}
