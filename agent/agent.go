@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -114,7 +115,10 @@ func (a *Agent) start() error {
 			GC:              cfg.Server.gcConfig(),
 			// Provisioning: new hosts join this server's advertised HTTP
 			// address and the live servers gossip knows.
-			Provision: server.ProvisionConfig{Disabled: cfg.Server.DisableProvisioning, JoinToken: cfg.Server.ProvisionJoinToken, Region: cfg.Region},
+			Provision: server.ProvisionConfig{Disabled: cfg.Server.DisableProvisioning, JoinToken: cfg.Server.ProvisionJoinToken, Region: cfg.Region,
+				ExecCommands:   slices.Clone(cfg.Server.ProvisionExecCommands),
+				DockerImages:   slices.Clone(cfg.Server.ProvisionDockerImages),
+				DockerBinaries: slices.Clone(cfg.Server.ProvisionDockerBinaries)},
 		}
 		if !cfg.DevMode {
 			// Servers find each other over gossip; a dev agent is alone.

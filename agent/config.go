@@ -131,6 +131,15 @@ type ServerConfig struct {
 	// ACLs off); DisableProvisioning turns the leader's provisioner off.
 	ProvisionJoinToken  string `hcl:"provision_join_token,optional"`
 	DisableProvisioning bool   `hcl:"disable_provisioning,optional"`
+	// ProvisionExecCommands are the programs (absolute paths) the exec
+	// provider may run; ProvisionDockerImages and ProvisionDockerBinaries
+	// the images and gpulayer binaries a docker pool may name. A pool
+	// written through the API can only pick one of these: what a server
+	// runs is decided here, never by an API caller
+	// (config_provision.go).
+	ProvisionExecCommands   []string `hcl:"provision_exec_commands,optional"`
+	ProvisionDockerImages   []string `hcl:"provision_docker_images,optional"`
+	ProvisionDockerBinaries []string `hcl:"provision_docker_binaries,optional"`
 }
 
 // ClientConfig enables and tunes the client role.
@@ -334,6 +343,7 @@ func (c *Config) Merge(o *Config) {
 			c.Server.ProvisionJoinToken = s.ProvisionJoinToken
 		}
 		c.Server.DisableProvisioning = c.Server.DisableProvisioning || s.DisableProvisioning
+		c.Server.mergeProvisionAllow(s)
 	}
 	c.mergeACL(o.ACL)
 	if cl := o.Client; cl != nil {
@@ -420,6 +430,7 @@ func (c *Config) Validate() error {
 	if n := len(c.Server.ProvisionJoinToken); n > maxACLTokenLen {
 		p = append(p, fmt.Sprintf("server.provision_join_token: %d bytes, at most %d", n, maxACLTokenLen))
 	}
+	p = append(p, c.Server.validateProvisionAllow()...)
 	p = append(p, c.Client.validateTasks()...)
 	p = append(p, c.Client.validateOutputs()...)
 	p = append(p, c.Client.validatePorts()...)

@@ -36,7 +36,7 @@ func TestProvisionDockerJoinTokenWithACLs(t *testing.T) {
 	root := t.TempDir()
 	cfgPath := filepath.Join(root, "server.hcl")
 	writeCfg := func(joinToken string) {
-		hcl := "server {\n  encrypt = \"" + clusterGossipKey + "\"\n"
+		hcl := "server {\n  encrypt = \"" + clusterGossipKey + "\"\n  provision_docker_binaries = [\"" + bin + "\"]\n"
 		if joinToken != "" {
 			hcl += "  provision_join_token = \"" + joinToken + "\"\n"
 		}

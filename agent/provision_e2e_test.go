@@ -81,7 +81,9 @@ func provisionServers(t *testing.T, n int, bin string) *testCluster {
 	}
 	for i := range sp {
 		cfgPath := filepath.Join(root, fmt.Sprintf("server%d.hcl", i))
-		hcl := "server {\n  encrypt = \"" + clusterGossipKey + "\"\n}\nacl {\n  enabled = false\n}\n"
+		// The pools name the static binary; the servers' own config must
+		// allow it (an API caller cannot pick a binary the servers run).
+		hcl := "server {\n  encrypt = \"" + clusterGossipKey + "\"\n  provision_docker_binaries = [\"" + bin + "\"]\n}\nacl {\n  enabled = false\n}\n"
 		if err := os.WriteFile(cfgPath, []byte(hcl), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -52,6 +52,8 @@ func TestProvisionSlowProviderAPIP99(t *testing.T) {
 	cfg := agent.DefaultConfig()
 	cfg.Name = "p99-server"
 	cfg.Server.Enabled = true
+	// The pool names the script; the server's own config must allow it.
+	cfg.Server.ProvisionExecCommands = []string{script}
 	cfg.BindAddr = "127.0.0.1"
 	cfg.DataDir = filepath.Join(dir, "data")
 	off := false

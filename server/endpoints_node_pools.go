@@ -15,9 +15,10 @@ import (
 // index. Indexes in the input are ignored. It returns errors wrapping
 // structs.ErrInvalid for no pools or more than
 // structs.MaxNodePoolsPerRequest, a pool that fails Validate, a name given
-// twice, the built-in "all" (which cannot be modified), or a scaling
-// policy whose provider config the provider refuses (checkProviderConfig,
-// on the leader); and errors
+// twice, the built-in "all" (which cannot be modified), a provider config
+// naming a program, image or binary this server's agent config does not
+// allow (checkPoolProvider), or a scaling policy whose provider config the
+// provider refuses (checkProviderConfig, on the leader); and errors
 // wrapping structs.ErrNotLeader or structs.ErrShutdown. Nothing is written
 // when the request is refused.
 func (s *Server) UpsertNodePools(ctx context.Context, pools []*structs.NodePool) (uint64, error) {
@@ -31,6 +32,9 @@ func (s *Server) UpsertNodePools(ctx context.Context, pools []*structs.NodePool)
 			return 0, fmt.Errorf("node pool upsert: %w: NodePools[%d]: must not be null", structs.ErrInvalid, i)
 		}
 		if err := p.Validate(); err != nil {
+			return 0, fmt.Errorf("node pool upsert: %w", err)
+		}
+		if err := s.config.Provision.checkPoolProvider(p); err != nil {
 			return 0, fmt.Errorf("node pool upsert: %w", err)
 		}
 		if p.Name == structs.NodePoolAll {
@@ -76,7 +80,7 @@ func (s *Server) DeleteNodePool(ctx context.Context, name string) (uint64, error
 		return 0, fmt.Errorf("node pool delete: %w: node pool %q is built-in and cannot be deleted", structs.ErrInvalid, name)
 	}
 	if !structs.ValidNodePoolName(name) {
-		return 0, fmt.Errorf("node pool delete: %w: node pool name %q is malformed", structs.ErrInvalid, name)
+		return 0, fmt.Errorf("node pool delete: %w: node pool name %q is malformed", structs.ErrInvalid, truncateForError(name))
 	}
 	if l, fctx := s.forwardTarget(ctx); l != nil {
 		return l.DeleteNodePool(fctx, name)
@@ -223,7 +227,7 @@ func (s *Server) checkJobNodePool(job *structs.Job) error {
 		return nil
 	}
 	if !structs.ValidNodePoolName(name) {
-		return fmt.Errorf("%w: job %q: node_pool %q: must be 1 to %d letters, digits, '-' or '_'", structs.ErrInvalid, job.ID, name, structs.MaxNodePoolNameLen)
+		return fmt.Errorf("%w: job %q: node_pool %q (%d bytes): must be 1 to %d letters, digits, '-' or '_'", structs.ErrInvalid, truncateForError(job.ID), truncateForError(name), len(name), structs.MaxNodePoolNameLen)
 	}
 	p, err := s.fsm.State().NodePoolByName(nil, name)
 	if err != nil {

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 
 func gpuPool(name string) *structs.NodePool {
 	return &structs.NodePool{Name: name, Description: "a100 hosts",
-		Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 4, ProviderConfig: map[string]string{"image": "gpulayer:dev"},
+		Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 4, ProviderConfig: map[string]string{"memory_mb": "512"},
 			Shape: structs.NodeShape{NodeClass: "a100", GPUCount: 1}, IdleAfter: 2 * time.Minute, Idle: structs.PoolIdleRule{NoAllocations: true}}}
 }
 
@@ -233,5 +234,23 @@ func TestNodePoolUpsertChecksProviderConfig(t *testing.T) {
 		if _, _, err := s.NodePoolGet(ctx, c.pool.Name, nil); !errors.Is(err, structs.ErrNotFound) {
 			t.Errorf("%s stored after a refused upsert: %v", c.pool.Name, err)
 		}
+	}
+}
+
+// TestNodeRegisterHugePoolNameErrorBounded proves a node registering with
+// a 10 KB pool name is refused with an error that does not echo the whole
+// name back (into the response and the server's logs).
+func TestNodeRegisterHugePoolNameErrorBounded(t *testing.T) {
+	s := servertest.NewServer(t)
+	n := statetest.Node(0)
+	n.NodePool = strings.Repeat("p", 10<<10)
+	_, err := s.NodeRegister(ctxT(t), n)
+	if !errors.Is(err, structs.ErrInvalid) || len(err.Error()) > 1024 {
+		t.Fatalf("node register with a 10 KB pool name: %d-byte error %.300v", len(fmt.Sprint(err)), err)
+	}
+	job := statetest.BatchJob(0)
+	job.NodePool = strings.Repeat("j", 10<<10)
+	if _, err := s.JobRegister(ctxT(t), job); !errors.Is(err, structs.ErrInvalid) || len(err.Error()) > 1024 {
+		t.Fatalf("job with a 10 KB pool name: %d-byte error %.300v", len(fmt.Sprint(err)), err)
 	}
 }

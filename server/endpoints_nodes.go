@@ -40,7 +40,7 @@ func (s *Server) NodeRegister(ctx context.Context, node *structs.Node) (time.Dur
 		return 0, fmt.Errorf("node register: %w: node pool %q cannot have nodes", structs.ErrInvalid, n.NodePool)
 	}
 	if !structs.ValidNodePoolName(n.NodePool) {
-		return 0, fmt.Errorf("node register: %w: node pool %q: must be 1 to %d letters, digits, '-' or '_'", structs.ErrInvalid, n.NodePool, structs.MaxNodePoolNameLen)
+		return 0, fmt.Errorf("node register: %w: node pool %q (%d bytes): must be 1 to %d letters, digits, '-' or '_'", structs.ErrInvalid, truncateForError(n.NodePool), len(n.NodePool), structs.MaxNodePoolNameLen)
 	}
 	switch n.Status {
 	case "", structs.NodeStatusInit:

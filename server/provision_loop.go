@@ -34,6 +34,17 @@ type ProvisionConfig struct {
 	JoinToken string
 	// Region is the region new hosts register in.
 	Region string
+	// ExecCommands are the programs the exec provider may run (clean
+	// absolute paths, from the agent config's
+	// server.provision_exec_commands): a pool's "command" must be one of
+	// them, so an API caller can pick a program but never name one.
+	// Empty: no pool may use the exec provider.
+	ExecCommands []string
+	// DockerImages and DockerBinaries are the values a docker pool's
+	// "image" and "binary" may take (server.provision_docker_images,
+	// server.provision_docker_binaries); empty: a pool may name none, and
+	// gets the image built from the running executable.
+	DockerImages, DockerBinaries []string
 	// DeviceStats, when set, returns a node's latest GPU telemetry (for a
 	// pool's GPU idle rule); nil: the GPU samples the nodes' heartbeats
 	// brought to the leader (NodeHeartbeatGPUs).
@@ -143,6 +154,11 @@ func (c *providerCache) get(pool *structs.NodePool) (provision.Provider, error) 
 		return nil, fmt.Errorf("%w: pool %q has no scaling policy", provision.ErrNoProvider, pool.Name)
 	}
 	sp := pool.Scaling
+	// A pool written before the server's allow-lists changed, or through
+	// a server with other lists, is checked again here, where it runs.
+	if err := c.server.config.Provision.checkPoolProvider(pool); err != nil {
+		return nil, fmt.Errorf("%w: %w", provision.ErrNoProvider, err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if cp := c.byPool[pool.Name]; cp != nil && cp.name == sp.Provider && maps.Equal(cp.config, sp.ProviderConfig) {

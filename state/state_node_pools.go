@@ -16,7 +16,9 @@ import (
 // UpsertNodePools creates or replaces pools at Raft index index, all in one
 // transaction: a stored pool keeps its CreateIndex; an unchanged one is not
 // written again. Errors wrap structs.ErrInvalid for a nil pool, one that
-// fails Validate, a name given twice, or "all"; then nothing is written.
+// fails Validate, a name given twice, "all", past structs.MaxNodePools, or
+// one whose scaling policy is removed or whose provider changes while one
+// of its hosts lives or is being made; then nothing is written.
 func (s *StateStore) UpsertNodePools(index uint64, pools []*structs.NodePool) error {
 	seen := make(map[string]bool, len(pools))
 	for _, p := range pools {
@@ -30,11 +32,20 @@ func (s *StateStore) UpsertNodePools(index uint64, pools []*structs.NodePool) er
 	}
 	txn := s.writeTxn()
 	defer txn.Abort()
+	if err := checkPoolRoomTxn(txn, pools); err != nil {
+		return err
+	}
 	touched := false
 	for _, p := range pools {
 		existing, err := nodePoolRowTxn(txn, nil, p.Name)
 		if err != nil {
 			return err
+		}
+		if existing != nil && existing.Scaling != nil && (p.Scaling == nil || p.Scaling.Provider != existing.Scaling.Provider) {
+			// The old provider's hosts would never be terminated.
+			if err := poolUnprovisionedTxn(txn, p.Name, "remove its scaling policy or change its provider"); err != nil {
+				return err
+			}
 		}
 		c := p.Copy()
 		c.CreateIndex, c.ModifyIndex = index, index
@@ -136,6 +147,35 @@ func poolUnusedTxn(txn *memdb.Txn, name string) error {
 	for _, j := range jobs {
 		if j.Status != structs.JobStatusDead {
 			return invalid("node pool %q: job %q (status %s) is in it; cannot delete", name, j.ID, j.Status)
+		}
+	}
+	return poolUnprovisionedTxn(txn, name, "delete it")
+}
+
+// poolUnprovisionedTxn returns an ErrInvalid error when the provisioner
+// is making a host for pool name or one of its hosts lives: deleting the
+// pool would take it out of the provisioner's view (never scaled in nor
+// reconciled), and the host's agent would re-create it, without a
+// scaling policy, when it joins.
+func poolUnprovisionedTxn(txn *memdb.Txn, name, action string) error {
+	reqs, err := getAll[structs.ProvisionRequest](txn, nil, TableProvisionRequests, "pool", name)
+	if err != nil {
+		return err
+	}
+	terminated := map[string]bool{}
+	for _, r := range reqs {
+		if r.Op == structs.ProvisionOpTerminate && r.Status == structs.ProvisionStatusComplete {
+			terminated[r.HostID] = true
+		}
+	}
+	for _, r := range reqs {
+		switch {
+		case !r.Finished():
+			return invalid("node pool %q: provision request %q (%s, %s) is not finished; set the pool's min to 0 and let its hosts fall idle (drain them) so the provisioner terminates them, then %s",
+				name, r.ID, r.Op, r.Status, action)
+		case r.Op == structs.ProvisionOpCreate && r.Status == structs.ProvisionStatusComplete && r.HostID != "" && !terminated[r.HostID]:
+			return invalid("node pool %q: provisioned host %q (node %q) is not terminated; set the pool's min to 0 and let its hosts fall idle (drain them) so the provisioner terminates them, then %s",
+				name, r.HostID, r.NodeName, action)
 		}
 	}
 	return nil
@@ -244,10 +284,61 @@ func ensureNodePoolTxn(txn *memdb.Txn, index uint64, name string) error {
 	if err != nil || p != nil {
 		return err
 	}
+	n, err := countPoolRowsTxn(txn)
+	if err != nil {
+		return err
+	}
+	if n >= structs.MaxNodePools {
+		return invalid("node pool %q: the cluster has %d node pools, at most %d; a node cannot create another", name, n, structs.MaxNodePools)
+	}
 	if err := txn.Insert(TableNodePools, &structs.NodePool{Name: name, CreateIndex: index, ModifyIndex: index}); err != nil {
 		return fmt.Errorf("state: insert node pool %q: %w", name, err)
 	}
 	return setIndex(txn, TableNodePools, index)
+}
+
+// countPoolRowsTxn counts the written pools, the built-ins not counted.
+func countPoolRowsTxn(txn *memdb.Txn) (int, error) {
+	it, err := txn.Get(TableNodePools, "id")
+	if err != nil {
+		return 0, fmt.Errorf("state: list node pools: %w", err)
+	}
+	n := 0
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		if !structs.IsBuiltinNodePool(raw.(*structs.NodePool).Name) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// checkPoolRoomTxn refuses an upsert that would take the cluster past
+// structs.MaxNodePools (rewriting existing pools always fits).
+func checkPoolRoomTxn(txn *memdb.Txn, pools []*structs.NodePool) error {
+	added := 0
+	for _, p := range pools {
+		if structs.IsBuiltinNodePool(p.Name) {
+			continue
+		}
+		existing, err := nodePoolRowTxn(txn, nil, p.Name)
+		if err != nil {
+			return err
+		}
+		if existing == nil {
+			added++
+		}
+	}
+	if added == 0 {
+		return nil
+	}
+	n, err := countPoolRowsTxn(txn)
+	if err != nil {
+		return err
+	}
+	if n+added > structs.MaxNodePools {
+		return invalid("node pools: the cluster has %d node pools and this adds %d; at most %d", n, added, structs.MaxNodePools)
+	}
+	return nil
 }
 
 // checkNodePool refuses a node whose NodePool is malformed or "all".
@@ -259,7 +350,7 @@ func checkNodePool(n *structs.Node) error {
 		return invalid("node %q: node pool %q cannot have nodes", n.ID, n.NodePool)
 	}
 	if !structs.ValidNodePoolName(n.NodePool) {
-		return invalid("node %q: node pool name %q: must be 1 to %d letters, digits, '-' or '_'", n.ID, n.NodePool, structs.MaxNodePoolNameLen)
+		return invalid("node %q: node pool name %.128q (%d bytes): must be 1 to %d letters, digits, '-' or '_'", n.ID, n.NodePool, len(n.NodePool), structs.MaxNodePoolNameLen)
 	}
 	return nil
 }

@@ -35,6 +35,11 @@ const (
 	MaxPoolDuration = 24 * time.Hour
 	// MaxNodePoolsPerRequest bounds the pools of one upsert.
 	MaxNodePoolsPerRequest = 64
+	// MaxNodePools bounds the pools of a cluster, the built-ins not
+	// counted: an upsert or a node registering into a new pool past it is
+	// refused (each pool is a row every server keeps and the provisioner
+	// visits).
+	MaxNodePools = 1024
 )
 
 // Pool providers GPUlayer ships (server/provision/docker, .../exec).

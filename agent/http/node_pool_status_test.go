@@ -36,6 +36,7 @@ func TestNodePoolStatusRoute(t *testing.T) {
 	c := servertest.NewCluster(t, 1, servertest.WithConfig(func(cfg *server.Config) {
 		cfg.Provision.Providers = func(*structs.NodePool) (provision.Provider, error) { return failingProvider{}, nil }
 		cfg.Provision.Interval = 20 * time.Millisecond
+		cfg.Provision.ExecCommands = []string{"/bin/false"}
 	}))
 	c.WaitForLeader()
 	srv := c.Server(0)

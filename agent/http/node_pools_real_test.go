@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
+	"github.com/gpulayer/gpulayer/server"
 	"github.com/gpulayer/gpulayer/server/servertest"
 	"github.com/gpulayer/gpulayer/state/statetest"
 )
@@ -33,7 +34,9 @@ const poolBody = `{"NodePools":[{"Name":"gpu","Description":"a100s","Meta":{"tea
 // server: write, list, info, nodes, jobs, delete, and the refusals, and
 // checks the single-pool routes do not shadow the node routes.
 func TestNodePoolRoutes_RealServer(t *testing.T) {
-	c := servertest.NewCluster(t, 1)
+	c := servertest.NewCluster(t, 1, servertest.WithConfig(func(cfg *server.Config) {
+		cfg.Provision.DockerImages = []string{"gpulayer:dev"}
+	}))
 	c.WaitForLeader()
 	srv := c.Server(0)
 	ts := serve(t, routedServer{Server: srv, mu: &sync.Mutex{}, urls: map[string]string{}})

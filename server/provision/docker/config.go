@@ -53,6 +53,10 @@ const (
 	DefaultNanoCPUs = 1_000_000_000
 
 	maxPorts = 4096
+	// minHTTPPort is the lowest port an agent may listen on: the
+	// containers share the host's network, and the ports below are the
+	// host's privileged services'.
+	minHTTPPort = 1024
 )
 
 // Settings are a pool's parsed ProviderConfig.
@@ -99,7 +103,9 @@ func ParseSettings(pc map[string]string) (Settings, error) {
 			}
 		case KeyCPUs:
 			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || f < 0.01 || f > 1024 {
+			// !(f >= 0.01 && f <= 1024) also refuses NaN, for which
+			// every comparison is false.
+			if err != nil || !(f >= 0.01 && f <= 1024) {
 				return s, fmt.Errorf("%w: %s: %q must be a number of CPUs between 0.01 and 1024", ErrConfig, k, v)
 			}
 			s.NanoCPUs = int64(f * 1e9)
@@ -146,8 +152,8 @@ func parsePorts(spec string) ([]int, error) {
 		if isRange {
 			b, err2 = strconv.Atoi(strings.TrimSpace(hi))
 		}
-		if err1 != nil || err2 != nil || a < 1 || b > 65535 || a > b {
-			return nil, fmt.Errorf("%w: %s: %q is not a port or a range of ports (1-65535)", ErrConfig, KeyHTTPPorts, part)
+		if err1 != nil || err2 != nil || a < minHTTPPort || b > 65535 || a > b {
+			return nil, fmt.Errorf("%w: %s: %q is not a port or a range of ports (%d-65535)", ErrConfig, KeyHTTPPorts, part, minHTTPPort)
 		}
 		if len(out)+(b-a+1) > maxPorts {
 			return nil, fmt.Errorf("%w: %s: at most %d ports", ErrConfig, KeyHTTPPorts, maxPorts)

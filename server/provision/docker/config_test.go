@@ -146,7 +146,7 @@ func TestParseSettings(t *testing.T) {
 		{map[string]string{docker.KeyPids: "many"}, "pids: \"many\""},
 		{map[string]string{docker.KeyCPUs: "0"}, "cpus: \"0\""},
 		{map[string]string{docker.KeyHTTPPorts: "5-2"}, `http_ports: "5-2" is not a port`},
-		{map[string]string{docker.KeyHTTPPorts: "1-65535"}, "http_ports: at most 4096 ports"},
+		{map[string]string{docker.KeyHTTPPorts: "1024-65535"}, "http_ports: at most 4096 ports"},
 		{map[string]string{docker.KeyHTTPPorts: " , "}, "http_ports: names no port"},
 		{map[string]string{docker.KeyLogLevel: "loud"}, "log_level: \"loud\""},
 	} {
@@ -202,5 +202,27 @@ func TestLibraries(t *testing.T) {
 	}
 	if _, err := docker.Libraries(src); !errors.Is(err, docker.ErrConfig) || !strings.Contains(err.Error(), "not an ELF executable") {
 		t.Errorf("a text file: %v", err)
+	}
+}
+
+// TestParseSettingsHostileValues proves the values an API caller writes
+// into a docker pool's config cannot slip past the bounds: "NaN" CPUs
+// (every comparison with NaN is false, so it passed the 0.01..1024 check
+// and became a garbage NanoCPUs) and privileged host ports (the agents
+// share the host's network) are refused.
+func TestParseSettingsHostileValues(t *testing.T) {
+	for _, tc := range []struct {
+		pc   map[string]string
+		want string
+	}{
+		{map[string]string{docker.KeyCPUs: "NaN"}, `cpus: "NaN"`},
+		{map[string]string{docker.KeyCPUs: "-nan"}, `cpus: "-nan"`},
+		{map[string]string{docker.KeyCPUs: "+Inf"}, `cpus: "+Inf"`},
+		{map[string]string{docker.KeyHTTPPorts: "22"}, `http_ports: "22" is not a port`},
+		{map[string]string{docker.KeyHTTPPorts: "80-90"}, `http_ports: "80-90" is not a port`},
+	} {
+		if _, err := docker.ParseSettings(tc.pc); !errors.Is(err, docker.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want ErrConfig with %q", tc.pc, err, tc.want)
+		}
 	}
 }

@@ -50,17 +50,18 @@ func FuzzAgentConfig(f *testing.F) {
 func FuzzParseSettings(f *testing.F) {
 	for _, s := range []string{"4700-4799", "1,2,3", "5-2", "0", "65535", "1-65535", " , ", "10-20,15-25"} {
 		f.Add(s, "1024", "0.5")
+		f.Add(s, "1024", "NaN")
 	}
 	f.Fuzz(func(t *testing.T, ports, mem, cpus string) {
 		s, err := docker.ParseSettings(map[string]string{docker.KeyHTTPPorts: ports, docker.KeyMemoryMB: mem, docker.KeyCPUs: cpus})
 		if err != nil {
 			return
 		}
-		if len(s.HTTPPorts) == 0 || len(s.HTTPPorts) > 4096 || s.MemoryMB < 64 || s.NanoCPUs <= 0 {
+		if len(s.HTTPPorts) == 0 || len(s.HTTPPorts) > 4096 || s.MemoryMB < 64 || s.NanoCPUs < 10_000_000 || s.NanoCPUs > 1024_000_000_000 {
 			t.Fatalf("accepted %+v", s)
 		}
 		for i, p := range s.HTTPPorts {
-			if p < 1 || p > 65535 || i > 0 && p <= s.HTTPPorts[i-1] {
+			if p < 1024 || p > 65535 || i > 0 && p <= s.HTTPPorts[i-1] {
 				t.Fatalf("ports %v", s.HTTPPorts)
 			}
 		}

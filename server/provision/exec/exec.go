@@ -170,6 +170,56 @@ func checkCommand(cmd string) error {
 	if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 		return fmt.Errorf("%w: %s: %s is not an executable file (mode %s)", ErrConfig, KeyCommand, cmd, fi.Mode())
 	}
+	return checkReplaceable(cmd)
+}
+
+// checkReplaceable refuses a program that a user other than root or the
+// server's own could replace between this check and the exec, or at any
+// time: the file, a symlink on the way or a directory above either the
+// path or its target that is writable by others (a sticky directory such
+// as /tmp excepted), or owned by another user. What runs is then the
+// file the server's operator put there (ssh's StrictModes, for a program).
+func checkReplaceable(cmd string) error {
+	resolved, err := filepath.EvalSymlinks(cmd)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrConfig, KeyCommand, err)
+	}
+	euid := uint32(os.Geteuid())
+	check := func(path string, isDir bool) error {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrConfig, KeyCommand, err)
+		}
+		if fi.Mode()&os.ModeSymlink != 0 {
+			// A link's own mode means nothing; where it points is
+			// checked through resolved and its directories.
+			return nil
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && st.Uid != euid {
+			return fmt.Errorf("%w: %s: %s is owned by uid %d, not root or this server's user; another user could replace the program",
+				ErrConfig, KeyCommand, path, st.Uid)
+		}
+		if fi.Mode().Perm()&0o002 != 0 && !(isDir && fi.Mode()&os.ModeSticky != 0) {
+			return fmt.Errorf("%w: %s: %s is writable by any user (mode %s); another user could replace the program",
+				ErrConfig, KeyCommand, path, fi.Mode())
+		}
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, p := range []string{cmd, resolved} {
+		if err := check(p, false); err != nil {
+			return err
+		}
+		for dir := filepath.Dir(p); !seen[dir]; dir = filepath.Dir(dir) {
+			seen[dir] = true
+			if err := check(dir, true); err != nil {
+				return err
+			}
+			if dir == "/" {
+				break
+			}
+		}
+	}
 	return nil
 }
 

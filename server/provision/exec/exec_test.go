@@ -308,3 +308,61 @@ func TestTailBuffer(t *testing.T) {
 		t.Fatalf("tail = %q", got)
 	}
 }
+
+// TestCommandReplaceableByOthersRefused proves the provider refuses to run
+// a program another user could swap between the check and the exec: a
+// world-writable file, one in a world-writable (not sticky) directory, and
+// a symlink placed in such a directory (its target can be changed at
+// will); a symlink in a safe directory to a safe file is run.
+func TestCommandReplaceableByOthersRefused(t *testing.T) {
+	good := script(t, "good.sh")
+	root := t.TempDir()
+	open := filepath.Join(root, "open")
+	if err := os.Mkdir(open, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inOpen := filepath.Join(open, "prov.sh")
+	worldFile := filepath.Join(root, "world.sh")
+	for _, p := range []string{inOpen, worldFile} {
+		if err := os.WriteFile(p, body, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(worldFile, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	linkInOpen := filepath.Join(open, "link")
+	if err := os.Symlink(good, linkInOpen); err != nil {
+		t.Fatal(err)
+	}
+	safeLink := filepath.Join(root, "safe-link")
+	if err := os.Symlink(good, safeLink); err != nil {
+		t.Fatal(err)
+	}
+	for name, cmd := range map[string]string{"world-writable file": worldFile, "file in world-writable dir": inOpen,
+		"symlink in world-writable dir": linkInOpen} {
+		_, err := ParseConfig(map[string]string{KeyCommand: cmd})
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "writable by any user") {
+			t.Errorf("%s: ParseConfig = %v, want ErrConfig: writable by any user", name, err)
+		}
+	}
+	// The check runs again at each call: a program made replaceable
+	// after the provider was built is not run.
+	p := newProvider(t, map[string]string{KeyCommand: safeLink, "state_dir": t.TempDir()})
+	if _, err := p.List(context.Background(), "gpu"); err != nil {
+		t.Fatalf("safe symlink: %v", err)
+	}
+	if err := os.Chmod(root, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.List(context.Background(), "gpu"); !errors.Is(err, ErrConfig) {
+		t.Fatalf("after its directory became world-writable: %v", err)
+	}
+}

@@ -1,0 +1,82 @@
+package server_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpulayer/gpulayer/server"
+	"github.com/gpulayer/gpulayer/server/servertest"
+	"github.com/gpulayer/gpulayer/structs"
+)
+
+// execPool is a pool of the exec provider running command.
+func execPool(name, command string) *structs.NodePool {
+	return &structs.NodePool{Name: name, Scaling: &structs.PoolScalingPolicy{Provider: "exec", Max: 2,
+		ProviderConfig: map[string]string{"command": command}}}
+}
+
+// TestPoolProviderProgramsComeFromServerConfig proves that an API caller
+// with pool write cannot make the servers run a program, an image or a
+// binary of its choosing: the exec provider's "command" and the docker
+// provider's "image" and "binary" must be ones the server's own agent
+// config lists (server.provision_exec_commands, provision_docker_images,
+// provision_docker_binaries); with none listed, none may be named.
+func TestPoolProviderProgramsComeFromServerConfig(t *testing.T) {
+	dir := t.TempDir()
+	allowed := filepath.Join(dir, "cloud-provider")
+	if err := os.WriteFile(allowed, []byte("#!/bin/sh\necho '{}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+
+	// No allow-list: an executable that exists on the server (the shell)
+	// is still refused, and so are an image and a binary.
+	bare := servertest.NewServer(t)
+	for name, p := range map[string]*structs.NodePool{
+		"exec /bin/sh":          execPool("rce", "/bin/sh"),
+		"exec listed elsewhere": execPool("rce", allowed),
+		"docker image": {Name: "img", Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 1,
+			ProviderConfig: map[string]string{"image": "alpine:3"}}},
+		"docker binary": {Name: "bin", Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 1,
+			ProviderConfig: map[string]string{"binary": "/bin/sh"}}},
+	} {
+		_, err := bare.UpsertNodePools(ctx, []*structs.NodePool{p})
+		if !errors.Is(err, structs.ErrInvalid) || !strings.Contains(err.Error(), "server.provision_") {
+			t.Fatalf("%s: upsert = %v, want ErrInvalid naming the server's allow-list", name, err)
+		}
+	}
+	// A docker pool that names neither image nor binary needs no list.
+	if _, err := bare.UpsertNodePools(ctx, []*structs.NodePool{{Name: "plain", Scaling: &structs.PoolScalingPolicy{
+		Provider: "docker", Max: 1, ProviderConfig: map[string]string{"memory_mb": "256"}}}}); err != nil {
+		t.Fatalf("plain docker pool: %v", err)
+	}
+
+	// With an allow-list, only what it names is accepted.
+	s := servertest.NewServer(t, servertest.WithConfig(func(c *server.Config) {
+		c.Provision.ExecCommands = []string{allowed}
+		c.Provision.DockerImages = []string{"gpulayer-host:mine"}
+		c.Provision.DockerBinaries = []string{"/opt/gpulayer/gpulayer"}
+	}))
+	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{execPool("ok", allowed)}); err != nil {
+		t.Fatalf("listed command: %v", err)
+	}
+	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{execPool("rce", "/bin/sh")}); !errors.Is(err, structs.ErrInvalid) ||
+		!strings.Contains(err.Error(), `"/bin/sh"`) {
+		t.Fatalf("unlisted command: %v", err)
+	}
+	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{{Name: "img", Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 1,
+		ProviderConfig: map[string]string{"image": "gpulayer-host:mine", "binary": "/opt/gpulayer/gpulayer"}}}}); err != nil {
+		t.Fatalf("listed image and binary: %v", err)
+	}
+	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{{Name: "img2", Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 1,
+		ProviderConfig: map[string]string{"image": "attacker/root:latest"}}}}); !errors.Is(err, structs.ErrInvalid) {
+		t.Fatalf("unlisted image: %v", err)
+	}
+	// A pool without a scaling policy has no provider config to check.
+	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{{Name: "static"}}); err != nil {
+		t.Fatalf("static pool: %v", err)
+	}
+}
