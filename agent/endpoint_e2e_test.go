@@ -163,6 +163,36 @@ func askEndpoint(hc *http.Client, url, reqID string) (string, error) {
 	return m, nil
 }
 
+// liveAllocs returns the allocations the client has not finished.
+func liveAllocs(allocs []*api.Allocation) []*api.Allocation {
+	var out []*api.Allocation
+	for _, al := range allocs {
+		if !al.ClientTerminalStatus() {
+			out = append(out, al)
+		}
+	}
+	return out
+}
+
+// describeAllocs summarises each allocation for a failure message: name,
+// client status, endpoint admission and the last event of each task.
+func describeAllocs(allocs []*api.Allocation) string {
+	var b strings.Builder
+	for _, al := range allocs {
+		fmt.Fprintf(&b, "\n  %s %s", al.Name, al.ClientStatus)
+		if em := al.EndpointMember; em != nil {
+			fmt.Fprintf(&b, " admitted=%v %s", em.Admitted, em.Reason)
+		}
+		for name, ts := range al.TaskStates {
+			if ts != nil && len(ts.Events) > 0 {
+				ev := ts.Events[len(ts.Events)-1]
+				fmt.Fprintf(&b, " [%s: %s %s exit %d]", name, ev.Type, ev.DisplayMessage, ev.ExitCode)
+			}
+		}
+	}
+	return b.String()
+}
+
 func admittedCount(allocs []*api.Allocation) int {
 	n := 0
 	for _, al := range allocs {
@@ -228,9 +258,12 @@ func TestE2EEndpointNativeMembers(t *testing.T) {
 		t.Fatalf("job run exited %d:\n%s\nagent log:\n%s", code, out, a.logText())
 	}
 	var allocs []*api.Allocation
+	// Live members only: a member that failed under load and was
+	// replaced is not one of the three (its story is in the message).
 	waittest.For(t, 60*time.Second, "3 admitted members", func() (bool, string) {
-		allocs = a.endpointAllocs("ep")
-		return len(allocs) == 3 && admittedCount(allocs) == 3, fmt.Sprintf("%d allocations, %d admitted", len(allocs), admittedCount(allocs))
+		all := a.endpointAllocs("ep")
+		allocs = liveAllocs(all)
+		return len(allocs) == 3 && admittedCount(allocs) == 3, fmt.Sprintf("%d live of %d allocations, %d admitted: %s", len(allocs), len(all), admittedCount(allocs), describeAllocs(all))
 	})
 	url := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", epPort)
 	hc := &http.Client{Timeout: 10 * time.Second}
