@@ -217,6 +217,15 @@ func BenchmarkNodeSim(b *testing.B) {
 	idleFinished, _ := cores(b, pid, 30*time.Second)
 	rss := procRSSMiB(b, pid)
 	rssAnon, rssFile := procStatusMiB(b, pid, "RssAnon"), procStatusMiB(b, pid, "RssFile")
+	if dir := os.Getenv("GPULAYER_DEBUG_MEMPROFILE_DIR"); dir != "" {
+		// The server inherits the variable (command/memprofile.go): ask it
+		// for its heap profile and memory figures at this point.
+		_ = p.cmd.Process.Signal(syscall.SIGUSR2)
+		waittest.For(b, time.Minute, "the server's heap profile", func() (bool, string) {
+			_, err := os.Stat(filepath.Join(dir, "heap-1.pprof"))
+			return err == nil, fmt.Sprint(err)
+		})
+	}
 
 	snapStart := time.Now()
 	resp, err := c.http.Get(p.url() + "/v1/operator/snapshot")
