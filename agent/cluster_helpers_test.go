@@ -20,10 +20,12 @@ import (
 // proc is one real gpulayer agent process that a test can kill -9 and
 // start again on the same data dir and ports.
 type proc struct {
-	t        testing.TB
-	name     string
-	bin      string
-	args     []string
+	t    testing.TB
+	name string
+	bin  string
+	args []string
+	// env, when set, is added to the environment the process inherits.
+	env      []string
 	httpAddr string // 127.0.0.1:port
 	raftAddr string // 127.0.0.1:port; empty for a client
 	// external marks an agent the test did not start (a container): it
@@ -50,6 +52,9 @@ func (p *proc) start() {
 	}
 	fmt.Fprintf(p.log, "==> %s start %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(p.args, " "))
 	cmd := exec.Command(p.bin, p.args...)
+	if len(p.env) > 0 {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	cmd.Stdout = p.log
 	cmd.Stderr = p.log
 	if err := cmd.Start(); err != nil {

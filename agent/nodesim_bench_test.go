@@ -115,7 +115,9 @@ func cores(b *testing.B, pid int, window time.Duration) (server, sim float64) {
 //   - snapshot-s: the time of GET /v1/operator/snapshot then.
 //
 // GPULAYER_NODESIM_SCHEDULERS sets the server's num_schedulers (its
-// default otherwise). With GPULAYER_NODESIM_FULLPOLL=1 the nodes watch their allocations the
+// default otherwise); GPULAYER_NODESIM_SERVER_GOGC and
+// GPULAYER_NODESIM_SERVER_GOMEMLIMIT set the server process's GOGC and
+// GOMEMLIMIT (the simulator keeps its own). With GPULAYER_NODESIM_FULLPOLL=1 the nodes watch their allocations the
 // way clients did before the change routes (every allocation with its job
 // at each wake-up, from the leader), for a before/after ratio.
 //
@@ -145,6 +147,14 @@ func BenchmarkNodeSim(b *testing.B) {
 		args: []string{"agent", "-server", "-bootstrap-expect=1", "-data-dir=" + filepath.Join(root, "server0"), "-bind=127.0.0.1",
 			fmt.Sprintf("-http-port=%d", httpPort), fmt.Sprintf("-raft-port=%d", raftPort), fmt.Sprintf("-serf-port=%d", serfPort),
 			"-node=server0", "-log-level=WARN", "-config=" + cfgPath}}
+	if v := os.Getenv("GPULAYER_NODESIM_SERVER_GOGC"); v != "" {
+		// For comparisons: the server's GOGC (not the simulator's).
+		p.env = append(p.env, "GOGC="+v)
+	}
+	if v := os.Getenv("GPULAYER_NODESIM_SERVER_GOMEMLIMIT"); v != "" {
+		// For comparisons: the server's soft memory limit (not the simulator's).
+		p.env = append(p.env, "GOMEMLIMIT="+v)
+	}
 	c := &testCluster{t: b, servers: []*proc{p}}
 	c.http = &http.Client{Timeout: 5 * time.Minute, Transport: tokenTransport{c: c, base: &http.Transport{MaxIdleConnsPerHost: 64}}}
 	b.Cleanup(c.stopAll)
@@ -217,6 +227,15 @@ func BenchmarkNodeSim(b *testing.B) {
 	idleFinished, _ := cores(b, pid, 30*time.Second)
 	rss := procRSSMiB(b, pid)
 	rssAnon, rssFile := procStatusMiB(b, pid, "RssAnon"), procStatusMiB(b, pid, "RssFile")
+	if dir := os.Getenv("GPULAYER_DEBUG_MEMPROFILE_DIR"); dir != "" {
+		// The server inherits the variable (command/memprofile.go): ask it
+		// for its heap profile and memory figures at this point.
+		_ = p.cmd.Process.Signal(syscall.SIGUSR2)
+		waittest.For(b, time.Minute, "the server's heap profile", func() (bool, string) {
+			_, err := os.Stat(filepath.Join(dir, "heap-1.pprof"))
+			return err == nil, fmt.Sprint(err)
+		})
+	}
 
 	snapStart := time.Now()
 	resp, err := c.http.Get(p.url() + "/v1/operator/snapshot")
