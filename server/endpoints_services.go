@@ -249,10 +249,10 @@ func declaredInstance(a *structs.Allocation, node *structs.Node, r *structs.Serv
 			}
 		}
 		if r.Port != port {
-			return fmt.Errorf("Port: %d is not the port allocation %q holds for service %q (%d): %w", r.Port, a.ID, s.Name, port, structs.ErrPermissionDenied)
+			return fmt.Errorf("service registration: Port: %d is not the port allocation %q holds for service %q (%d): %w", r.Port, a.ID, s.Name, port, structs.ErrPermissionDenied)
 		}
 		if !slices.Contains(addrs, r.Address) {
-			return fmt.Errorf("Address: %q is not the address of node %q or of the port of service %q: %w", r.Address, node.ID, s.Name, structs.ErrPermissionDenied)
+			return fmt.Errorf("service registration: Address: %q is not the address of node %q or of the port of service %q: %w", r.Address, node.ID, s.Name, structs.ErrPermissionDenied)
 		}
 		return nil
 	}
