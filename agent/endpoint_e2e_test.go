@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -163,6 +164,37 @@ func askEndpoint(hc *http.Client, url, reqID string) (string, error) {
 	return m, nil
 }
 
+// memberAddr is the host:port member al serves on (its "http" port).
+func memberAddr(t *testing.T, al *api.Allocation) string {
+	t.Helper()
+	if al.AllocatedResources != nil && al.AllocatedResources.Shared != nil {
+		for _, p := range al.AllocatedResources.Shared.Ports {
+			if p.Label == "http" {
+				host := p.HostIP
+				if host == "" {
+					host = "127.0.0.1"
+				}
+				return net.JoinHostPort(host, strconv.Itoa(p.Value))
+			}
+		}
+	}
+	t.Fatalf("allocation %s has no http port", al.ID)
+	return ""
+}
+
+// waitPortRefused waits until a TCP connection to addr is refused.
+func waitPortRefused(t *testing.T, addr string) {
+	t.Helper()
+	waittest.For(t, 10*time.Second, addr+" refuses connections", func() (bool, string) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return true, ""
+		}
+		_ = c.Close()
+		return false, "still accepts"
+	})
+}
+
 // liveAllocs returns the allocations the client has not finished.
 func liveAllocs(allocs []*api.Allocation) []*api.Allocation {
 	var out []*api.Allocation
@@ -298,6 +330,13 @@ func TestE2EEndpointNativeMembers(t *testing.T) {
 	pids := a.memberPIDs()
 	victim := allocs[1].ID
 	killMember(t, pids[victim])
+	// "Between requests" means after the death is visible on the
+	// network: on a loaded machine the kernel may not yet have delivered
+	// the dead member's FIN to the router's kept-alive connection when
+	// its process is already reaped, and a request written into that
+	// connection is (rightly) never replayed. Once a new connection to
+	// the member's port is refused, its old connections are closed too.
+	waitPortRefused(t, memberAddr(t, allocs[1]))
 	for i := 0; i < 60; i++ {
 		if _, err := askEndpoint(hc, url, fmt.Sprintf("after-kill-%d", i)); err != nil {
 			t.Fatalf("request %d after a member was killed: %v", i, err)

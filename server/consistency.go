@@ -200,6 +200,38 @@ func (s *Server) lastCommandAtOrBelow(index uint64) uint64 {
 // structs.ErrNotReady that says why. GET /v1/status/health reports it.
 func (s *Server) Ready() error { return s.readyForStaleReads() }
 
+// staleReadyWait bounds how long a stale read waits for a server that has
+// contact with a leader to catch up after it started (an entry or two
+// behind is usually a millisecond away), before it is refused.
+const staleReadyWait = time.Second
+
+// waitReadyForStaleReads is readyForStaleReads, waiting up to
+// staleReadyWait (or ctx) while the server has seen a leader's commit
+// index and is only catching up with it; a server with no leader contact
+// is refused at once.
+func (s *Server) waitReadyForStaleReads(ctx context.Context) error {
+	err := s.readyForStaleReads()
+	if err == nil || s.commits == nil || s.commits.seen.Load() == 0 {
+		return err
+	}
+	deadline := time.NewTimer(staleReadyWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return err
+		case <-deadline.C:
+			return err
+		case <-tick.C:
+			if err = s.readyForStaleReads(); err == nil {
+				return nil
+			}
+		}
+	}
+}
+
 // readyForWrites returns nil when this server is the leader and has
 // established leadership; else an error wrapping structs.ErrNotLeader (a
 // follower), or structs.ErrNotReady and ErrNotLeader (a leader whose
@@ -224,7 +256,7 @@ func (s *Server) readyForWrites() error {
 // structs.ErrNotLeader, structs.ErrNoLeader or structs.ErrNotReady.
 func (s *Server) checkRead(ctx context.Context, q *structs.QueryOptions) (*Server, context.Context, error) {
 	if q != nil && q.AllowStale {
-		if err := s.readyForStaleReads(); err != nil {
+		if err := s.waitReadyForStaleReads(ctx); err != nil {
 			return nil, ctx, err
 		}
 		return s, ctx, nil
