@@ -492,6 +492,13 @@ func TestRestartKeepsNodeAndNeverRerunsFinished(t *testing.T) {
 	svc := clienttest.NativeAlloc(nodeID, structs.JobTypeService, "/bin/sh", []string{"-c", "echo run >> $GPULAYER_ALLOC_DIR/runs; exec sleep 60"}, nil)
 	srv.UpsertAlloc(svc)
 	srv.WaitForAlloc(t, svc.ID, 15*time.Second, running)
+	// Running goes out when the process is spawned, before the shell has
+	// written its line: wait for the line, or Shutdown may kill the shell
+	// first and this life never counts.
+	clienttest.WaitFor(t, 15*time.Second, func() (bool, string) {
+		n := countRuns(t, c1, svc.ID)
+		return n == 1, fmt.Sprintf("service ran %d times in the first life", n)
+	})
 	if err := c1.Shutdown(); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -195,6 +196,12 @@ func TestMaxRunDurationHoldsAcrossClientRestart(t *testing.T) {
 			return a.TaskStates["main"] != nil && a.TaskStates["main"].State == structs.TaskStateRunning
 		})
 		deadline := first.TaskStates["main"].Deadline
+		// Running goes out when the process is spawned, before the shell
+		// has written its line: wait for the line before the shutdown.
+		clienttest.WaitFor(t, 15*time.Second, func() (bool, string) {
+			n := countRuns(t, c1, a.ID)
+			return n == 1, fmt.Sprintf("ran %d times in the first life", n)
+		})
 		if err := c1.Shutdown(); err != nil {
 			t.Fatal(err)
 		}
