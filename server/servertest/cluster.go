@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"github.com/gpulayer/gpulayer/server"
 	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/go-hclog"
@@ -36,6 +37,9 @@ type clusterNode struct {
 	srv     *server.Server
 	// cut holds the addresses this node is partitioned from.
 	cut map[raft.ServerAddress]bool
+	// acks holds this node's replication goroutines holding an answer
+	// Raft may not have counted yet (cuttable).
+	acks map[ackKey]bool
 }
 
 // ClusterRaftTuning sets Raft's timeouts for an in-memory cluster: failover
@@ -62,7 +66,7 @@ func NewCluster(t testing.TB, n int, opts ...Option) *Cluster {
 	var peers []raft.Server
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("server-%d", i)
-		nd := &clusterNode{name: name, addr: raft.ServerAddress(name), dataDir: t.TempDir(), cut: map[raft.ServerAddress]bool{}}
+		nd := &clusterNode{name: name, addr: raft.ServerAddress(name), dataDir: t.TempDir(), cut: map[raft.ServerAddress]bool{}, acks: map[ackKey]bool{}}
 		c.nodes = append(c.nodes, nd)
 		peers = append(peers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(name), Address: nd.addr})
 	}
@@ -87,6 +91,7 @@ func (c *Cluster) start(i int, peers []raft.Server) error {
 	nd := c.nodes[i]
 	_, trans := raft.NewInmemTransport(nd.addr)
 	nd.trans = trans
+	clear(nd.acks)
 	for _, o := range c.nodes {
 		if o == nd || o.srv == nil || nd.cut[o.addr] {
 			continue
@@ -222,10 +227,13 @@ func (c *Cluster) Follower() int {
 }
 
 // Partition cuts server i off from every other server (both directions):
-// its Raft messages are dropped until Heal.
+// its Raft messages are dropped until Heal. It returns once no leader
+// holds an answer from across the cut that Raft has yet to count as an
+// ack (cuttable), so a VerifyLeader issued after Partition is confirmed
+// only by answers from its own side.
 func (c *Cluster) Partition(i int) {
+	c.t.Helper()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	nd := c.nodes[i]
 	for j, o := range c.nodes {
 		if j == i {
@@ -240,6 +248,28 @@ func (c *Cluster) Partition(i int) {
 			o.trans.Disconnect(nd.addr)
 		}
 	}
+	c.mu.Unlock()
+	waittest.For(c.t, LeaderTimeout, "answers from across the partition to be counted", c.pendingCutAcks)
+}
+
+// pendingCutAcks reports whether no running leader holds an uncounted
+// answer from a server it is now cut from, else names one. A server that
+// no longer leads has stopped its replication goroutines: its acks count
+// for nothing.
+func (c *Cluster) pendingCutAcks() (bool, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, nd := range c.nodes {
+		if nd.srv == nil || !nd.srv.IsLeader() {
+			continue
+		}
+		for k := range nd.acks {
+			if nd.cut[k.target] {
+				return false, fmt.Sprintf("%s holds an answer from %s (heartbeat %t)", nd.name, k.target, k.heartbeat)
+			}
+		}
+	}
+	return true, ""
 }
 
 // Heal reconnects every pair of running servers.
