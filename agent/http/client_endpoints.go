@@ -1,13 +1,9 @@
 package http
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/nomadish/convert"
@@ -60,40 +56,10 @@ func (h *handler) clientEndpoints(w http.ResponseWriter, r *http.Request) (inter
 	if err != nil {
 		return nil, err
 	}
-	if node.HTTPAddr == "" {
-		return nil, fmt.Errorf("node %q has no HTTP address to read endpoints from: %w", node.ID, structs.ErrNotFound)
-	}
-	base, err := h.peers.nodeURL(node.HTTPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("node %q HTTP address %q: %w: %v", node.ID, node.HTTPAddr, structs.ErrInvalid, err)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), statsProxyTimeout)
-	defer cancel()
-	target := strings.TrimSuffix(base.String(), "/") + "/v1/client/endpoints?node_id=" + url.QueryEscape(node.ID) + "&namespace=" + url.QueryEscape(ns)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-	if err != nil {
-		return nil, fmt.Errorf("proxy endpoints to node %q: %w", node.ID, err)
-	}
-	// The node's agent gets the node's secret, never the caller's token
-	// (node_proxy.go): the caller's read-job right was checked here.
-	if req.Header, err = h.nodeProxyHeader(r, node.ID); err != nil {
-		return nil, err
-	}
-	resp, err := h.peers.node.Do(req)
-	if err != nil {
-		return nil, &codedError{code: http.StatusBadGateway, msg: fmt.Sprintf("read endpoints of node %q at %s: %v", node.ID, node.HTTPAddr, err)}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, endpointsProxyLimit))
-	if err != nil {
-		return nil, &codedError{code: http.StatusBadGateway, msg: fmt.Sprintf("read endpoints of node %q: %v", node.ID, err)}
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, &codedError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %q answered %s: %.200s", node.ID, resp.Status, body)}
-	}
+	path := "/v1/client/endpoints?node_id=" + url.QueryEscape(node.ID) + "&namespace=" + url.QueryEscape(ns)
 	var out []*api.ClientEndpoint
-	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, &codedError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %q sent bad endpoints: %v", node.ID, err)}
+	if err := h.nodeGetJSON(r, node, path, "endpoints", endpointsProxyLimit, false, &out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

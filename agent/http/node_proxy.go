@@ -3,8 +3,12 @@ package http
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -109,4 +113,63 @@ func (h *handler) authorizeNodeProxied(r *http.Request) (*http.Request, error) {
 	// this node's own allocations and read no ACL.
 	ctx = context.WithValue(ctx, aclCtxKey{}, &aclCtx{acl: structs.DenyAllACL})
 	return r.WithContext(ctx), nil
+}
+
+// nodeProxyTimeout bounds a read proxied to another node's agent
+// (telemetry, endpoint routers, checks): these are status reads, a slow
+// node must not hold a page.
+const nodeProxyTimeout = 3 * time.Second
+
+// nodeGetJSON reads pathQuery (a path with its query, escaped by the
+// caller) from the agent of node on behalf of r, authenticated as the
+// cluster (nodeProxyHeader), within nodeProxyTimeout, and decodes the JSON
+// answer of at most limit bytes into out. what names the read in errors
+// ("telemetry", "endpoints", "checks").
+//
+// Errors: ErrNotFound when the node registered no HTTP address;
+// ErrInvalid when that address does not parse; the nodeProxyHeader error
+// when the node's secret is unknown (nothing is sent); a 502 codedError
+// when the node's agent cannot be reached, its body cannot be read or is
+// not JSON; and for an answer other than 200 a codedError with the node's
+// own status when passStatus is set (its 404 for an allocation it no
+// longer runs is the caller's 404), else 502.
+func (h *handler) nodeGetJSON(r *http.Request, node *structs.Node, pathQuery, what string, limit int64, passStatus bool, out any) error {
+	if node.HTTPAddr == "" {
+		return fmt.Errorf("node %q has no HTTP address to read %s from: %w", node.ID, what, structs.ErrNotFound)
+	}
+	base, err := h.peers.nodeURL(node.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("node %q HTTP address %q: %w: %v", node.ID, node.HTTPAddr, structs.ErrInvalid, err)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), nodeProxyTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(base.String(), "/")+pathQuery, nil)
+	if err != nil {
+		return fmt.Errorf("proxy %s to node %q: %w", what, node.ID, err)
+	}
+	// The node's agent gets the node's secret, never the caller's token:
+	// the caller's right was checked here (routeACL).
+	if req.Header, err = h.nodeProxyHeader(r, node.ID); err != nil {
+		return err
+	}
+	resp, err := h.peers.node.Do(req)
+	if err != nil {
+		return &codedError{code: http.StatusBadGateway, msg: fmt.Sprintf("read %s of node %q at %s: %v", what, node.ID, node.HTTPAddr, err)}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return &codedError{code: http.StatusBadGateway, msg: fmt.Sprintf("read %s of node %q: %v", what, node.ID, err)}
+	}
+	if resp.StatusCode != http.StatusOK {
+		code := http.StatusBadGateway
+		if passStatus {
+			code = resp.StatusCode
+		}
+		return &codedError{code: code, msg: fmt.Sprintf("node %q answered %s: %.200s", node.ID, resp.Status, body)}
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return &codedError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %q sent bad %s: %v", node.ID, what, err)}
+	}
+	return nil
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/gpulayer/gpulayer/nomadish/convert"
 	"github.com/gpulayer/gpulayer/structs"
@@ -126,38 +124,11 @@ func (h *handler) allocChecks(w http.ResponseWriter, r *http.Request) (interface
 	if err != nil {
 		return nil, err
 	}
-	if node.HTTPAddr == "" {
-		return nil, fmt.Errorf("node %q has no HTTP address to read checks from: %w", node.ID, structs.ErrNotFound)
-	}
-	base, err := h.peers.nodeURL(node.HTTPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("node %q HTTP address %q: %w: %v", node.ID, node.HTTPAddr, structs.ErrInvalid, err)
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), statsProxyTimeout)
-	defer cancel()
-	target := strings.TrimSuffix(base.String(), "/") + "/v1/client/allocation/" + url.PathEscape(a.ID) + "/checks"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-	if err != nil {
-		return nil, fmt.Errorf("proxy checks to node %q: %w", node.ID, err)
-	}
-	if req.Header, err = h.nodeProxyHeader(r, node.ID); err != nil {
-		return nil, err
-	}
-	resp, err := h.peers.node.Do(req)
-	if err != nil {
-		return nil, &codedError{code: http.StatusBadGateway, msg: fmt.Sprintf("read checks of node %q at %s: %v", node.ID, node.HTTPAddr, err)}
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, checksProxyLimit))
-	if err != nil {
-		return nil, &codedError{code: http.StatusBadGateway, msg: fmt.Sprintf("read checks of node %q: %v", node.ID, err)}
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, &codedError{code: resp.StatusCode, msg: fmt.Sprintf("node %q answered %s: %.200s", node.ID, resp.Status, body)}
-	}
+	// The node's own status passes through: its 404 for an allocation
+	// it no longer runs is this route's 404.
 	out := map[string]json.RawMessage{}
-	if err := json.Unmarshal(body, &out); err != nil {
-		return nil, &codedError{code: http.StatusBadGateway, msg: fmt.Sprintf("node %q sent bad checks: %v", node.ID, err)}
+	if err := h.nodeGetJSON(r, node, "/v1/client/allocation/"+url.PathEscape(a.ID)+"/checks", "checks", checksProxyLimit, true, &out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
