@@ -44,8 +44,9 @@ Stream Options:
 
   -topic=<Topic[:key]>
     Only events of this topic (Job, Allocation, Node, Evaluation,
-    Deployment, Service or *), optionally only for one key: an object ID, or the job
-    ID of allocations and evaluations. Repeat for several.
+    Deployment, Service, EndpointAlias or *), optionally only for one
+    key: an object ID, the job ID of allocations and evaluations, or an
+    alias's name or endpoint. Repeat for several.
 
   -json
     Print each batch of events as one line of JSON, as the API sends it.
@@ -131,9 +132,14 @@ func formatEvent(e *api.Event) string {
 		if json.Unmarshal(e.Payload["Service"], &r) == nil {
 			summary = fmt.Sprintf("%s:%d, job %s, alloc %s", r.Address, r.Port, r.JobID, shortID(r.AllocID))
 		}
+	case api.TopicEndpointAlias:
+		var a api.EndpointAlias
+		if json.Unmarshal(e.Payload["EndpointAlias"], &a) == nil {
+			summary = fmt.Sprintf("-> endpoint %s (job %s), by %s", a.Endpoint, a.JobID, a.PromotedBy)
+		}
 	}
 	id := e.Key
-	if e.Topic != api.TopicJob && e.Topic != api.TopicService {
+	if e.Topic != api.TopicJob && e.Topic != api.TopicService && e.Topic != api.TopicEndpointAlias {
 		id = shortID(id)
 	}
 	return strings.TrimRight(fmt.Sprintf("%-6d %-10s %-18s %-10s %s", e.Index, e.Topic, e.Type, id, summary), " ")

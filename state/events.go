@@ -352,6 +352,11 @@ func eventFromChange(c *memdb.Change, index uint64) *structs.Event {
 	case *structs.Deployment:
 		return &structs.Event{Topic: structs.TopicDeployment, Type: pick(deleted, structs.EventDeploymentDeleted, structs.EventDeploymentStatusUpdate),
 			Key: o.ID, FilterKeys: []string{o.JobID}, Index: index, Payload: structs.EventPayload{Deployment: o}}
+	// Endpoint aliases: keyed by alias, filterable by the endpoint and
+	// job it resolves to.
+	case *structs.EndpointAlias:
+		return &structs.Event{Topic: structs.TopicEndpointAlias, Type: pick(deleted, structs.EventEndpointAliasDemoted, structs.EventEndpointAliasPromoted),
+			Key: o.Name, FilterKeys: []string{o.Endpoint, o.JobID}, Index: index, Payload: structs.EventPayload{EndpointAlias: o}}
 	}
 	return nil
 }

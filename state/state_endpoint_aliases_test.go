@@ -261,3 +261,45 @@ func TestEndpointAliasRestoreRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestEndpointAliasEvents: a promotion, a move and a demotion each publish
+// one EndpointAlias event at their Raft index, keyed by alias and
+// filterable by endpoint; a refused promotion publishes nothing.
+func TestEndpointAliasEvents(t *testing.T) {
+	f := newAliasFixture(t)
+	sub := f.s.Events().Subscribe(f.index, structs.EventTopics{structs.TopicEndpointAlias: {"*"}})
+	next := func() *structs.Event {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		b, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatalf("next event after %d: %v", sub.Index(), err)
+		}
+		if len(b.Events) != 1 {
+			t.Fatalf("batch at %d holds %d events, want 1: %+v", b.Index, len(b.Events), b.Events)
+		}
+		return b.Events[0]
+	}
+	check := func(e *structs.Event, typ, endpoint string, index uint64) {
+		t.Helper()
+		if e.Topic != structs.TopicEndpointAlias || e.Type != typ || e.Key != "llm.primary" || e.Index != index ||
+			e.Payload.EndpointAlias == nil || e.Payload.EndpointAlias.Endpoint != endpoint ||
+			len(e.FilterKeys) != 2 || e.FilterKeys[0] != endpoint || e.FilterKeys[1] != f.jobs[endpoint].ID {
+			t.Fatalf("event = %+v (alias %+v), want %s of llm.primary -> %s at %d", e, e.Payload.EndpointAlias, typ, endpoint, index)
+		}
+	}
+	f.write(t, f.s.PromoteEndpointAlias(f.next(), f.alias("llm.primary", "llm-a")))
+	check(next(), structs.EventEndpointAliasPromoted, "llm-a", f.index)
+	// Refused (opportunistic node): no event; the next one is the move.
+	if err := f.s.PromoteEndpointAlias(f.next(), f.alias("llm.primary", "llm-opp")); err == nil {
+		t.Fatal("promotion onto an opportunistic node was accepted")
+	}
+	f.write(t, f.s.PromoteEndpointAlias(f.next(), f.alias("llm.primary", "llm-b")))
+	check(next(), structs.EventEndpointAliasPromoted, "llm-b", f.index)
+	f.write(t, f.s.DeleteEndpointAlias(f.next(), "default", "llm.primary"))
+	check(next(), structs.EventEndpointAliasDemoted, "llm-b", f.index)
+	if !(structs.EventTopics{structs.TopicEndpointAlias: {"llm-b"}}).Matches(&structs.Event{Topic: structs.TopicEndpointAlias, Key: "llm.primary", FilterKeys: []string{"llm-b", "j"}}) {
+		t.Fatal("EndpointAlias:llm-b does not match an event of an alias on llm-b")
+	}
+}

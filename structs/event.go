@@ -14,6 +14,9 @@ const (
 	TopicDeployment = "Deployment"
 	// TopicService carries service registrations (Nomad's "Service").
 	TopicService = "Service"
+	// TopicEndpointAlias carries endpoint alias promotions and demotions
+	// (a GPUlayer addition, issue 14), keyed by alias name.
+	TopicEndpointAlias = "EndpointAlias"
 	// TopicAll subscribes to every topic.
 	TopicAll = "*"
 )
@@ -37,6 +40,10 @@ const (
 	// counters, promotion), as Nomad's.
 	EventDeploymentStatusUpdate = "DeploymentStatusUpdate"
 	EventDeploymentDeleted      = "DeploymentDeleted"
+	// Endpoint aliases: a promotion (a new alias, or one moved to another
+	// endpoint) and a demotion (the alias removed).
+	EventEndpointAliasPromoted = "EndpointAliasPromoted"
+	EventEndpointAliasDemoted  = "EndpointAliasDemoted"
 )
 
 // Event is one change to the cluster state, published by the state store
@@ -66,6 +73,9 @@ type EventPayload struct {
 	// Service is a service registration (TopicService).
 	Service    *ServiceRegistration `json:",omitempty"`
 	Deployment *Deployment          `json:",omitempty"`
+	// EndpointAlias is an alias after its promotion, or before its
+	// demotion (TopicEndpointAlias).
+	EndpointAlias *EndpointAlias `json:",omitempty"`
 }
 
 // EventBatch is every event of one Raft index, in the order the write made
@@ -119,9 +129,9 @@ func ParseEventTopics(values []string) (EventTopics, error) {
 		switch topic {
 		case TopicJob, TopicAllocation, TopicNode, TopicEvaluation, TopicDeployment, TopicAll:
 		// Service registrations.
-		case TopicService:
+		case TopicService, TopicEndpointAlias:
 		default:
-			return nil, fmt.Errorf("%w: topic %q: want one of Job, Allocation, Node, Evaluation, Deployment, Service or *", ErrInvalid, v)
+			return nil, fmt.Errorf("%w: topic %q: want one of Job, Allocation, Node, Evaluation, Deployment, Service, EndpointAlias or *", ErrInvalid, v)
 		}
 		if hasKey && key == "" {
 			return nil, fmt.Errorf("%w: topic %q: empty key after ':'; want \"Topic:key\" or \"Topic\"", ErrInvalid, v)

@@ -21,6 +21,7 @@ func TestEventTopicsMatches(t *testing.T) {
 		{[]string{"Allocation:other"}, false},
 		{[]string{"Job"}, false},
 		{[]string{"Job", "*:a1"}, true},
+		{[]string{"EndpointAlias"}, false},
 	}
 	for _, tc := range cases {
 		topics, err := ParseEventTopics(tc.topics)

@@ -699,6 +699,8 @@ func eventAllowed(acl *structs.ACL, e *structs.Event) bool {
 		return read(p.Service.Namespace)
 	case p.Deployment != nil:
 		return read(p.Deployment.Namespace)
+	case p.EndpointAlias != nil:
+		return read(p.EndpointAlias.Namespace)
 	}
 	return false
 }

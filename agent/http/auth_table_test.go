@@ -358,12 +358,14 @@ func TestEventStreamFiltersByACL(t *testing.T) {
 		{Topic: structs.TopicJob, Key: "b", Payload: structs.EventPayload{Job: prodJob}},
 		{Topic: structs.TopicNode, Key: "n", Payload: structs.EventPayload{Node: &structs.Node{ID: "n"}}},
 		{Topic: structs.TopicAllocation, Key: "x", Payload: structs.EventPayload{Allocation: &structs.Allocation{ID: "x", Namespace: "prod"}}},
+		{Topic: structs.TopicService, Key: "s", Payload: structs.EventPayload{Service: &structs.ServiceRegistration{ID: "s", Namespace: "prod"}}},
+		{Topic: structs.TopicEndpointAlias, Key: "llm.primary", Payload: structs.EventPayload{EndpointAlias: &structs.EndpointAlias{Name: "llm.primary", Namespace: "prod"}}},
 	}}
 	acl := structs.NewACL([]*structs.ACLPolicyRules{{Namespaces: []*structs.ACLNamespaceRule{{Name: "default", Policy: structs.PolicyRead}}}})
 	r := httptest.NewRequest("GET", "/v1/event/stream", nil)
 	r = r.WithContext(context.WithValue(r.Context(), aclCtxKey{}, &aclCtx{acl: acl}))
 	out := filterEvents(r, batch)
-	if out == nil || len(out.Events) != 1 || out.Events[0].Key != "a" || len(batch.Events) != 4 {
+	if out == nil || len(out.Events) != 1 || out.Events[0].Key != "a" || len(batch.Events) != 6 {
 		t.Fatalf("filtered batch %+v (shared batch now %d events)", out, len(batch.Events))
 	}
 	mr := httptest.NewRequest("GET", "/v1/event/stream", nil)

@@ -37,7 +37,7 @@ type eventStreamError struct {
 // and "{}" every eventHeartbeat while idle. Parameters: ?index=N streams
 // the events after Raft index N (absent or 0: from now on), and each
 // ?topic=Topic or ?topic=Topic:key (Job, Allocation, Node, Evaluation,
-// Deployment, or * for all) narrows the stream; none means all. An index
+// Deployment, Service, EndpointAlias, or * for all) narrows the stream; none means all. An index
 // whose events are no longer held is refused with 410 Gone before the
 // stream starts, or ends the stream with an {"Error": "..."} line when the
 // reader falls that far behind later.

@@ -18,13 +18,11 @@ type endpointsView struct {
 	Aliases   []*structs.EndpointAlias
 }
 
-// endpointsPollMillis is how often the endpoints page re-reads itself for
-// alias moves, which raise no event.
-const endpointsPollMillis = 5000
-
 func (u *ui) endpointsPage(r *http.Request) (string, pageData, error) {
-	v := &endpointsView{pageBase: pageBase{Nav: "endpoints", StreamTopics: []string{structs.TopicJob, structs.TopicAllocation, structs.TopicNode},
-		PollMillis: endpointsPollMillis}}
+	// Members' admission travels with their allocations; alias moves
+	// raise EndpointAlias events.
+	v := &endpointsView{pageBase: pageBase{Nav: "endpoints", StreamTopics: []string{structs.TopicJob, structs.TopicAllocation, structs.TopicNode,
+		structs.TopicEndpointAlias}}}
 	es, ok := u.h.srv.(EndpointServer)
 	if !ok {
 		return "endpoints", v, nil

@@ -21,7 +21,10 @@ const (
 	// TopicService carries service registrations; the payload key is
 	// "Service".
 	TopicService = "Service"
-	TopicAll     = "*"
+	// TopicEndpointAlias carries endpoint alias promotions and demotions
+	// (a GPUlayer addition); the payload key is "EndpointAlias".
+	TopicEndpointAlias = "EndpointAlias"
+	TopicAll           = "*"
 )
 
 // Event is one state change: Topic, Type (such as "AllocationUpdated"),

@@ -1,10 +1,12 @@
 package convert
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpulayer/gpulayer/nomadish/api"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -59,5 +61,25 @@ func TestEventAllocationWithoutJob(t *testing.T) {
 	raw := string(b.Events[0].Payload["Allocation"])
 	if raw == "" || strings.Contains(raw, "job body") || strings.Contains(raw, `"Job":{`) {
 		t.Fatalf("allocation event renders its job: %s", raw)
+	}
+}
+
+// TestEventPayloadsOfServicesAndAliases: service registration and endpoint
+// alias events carry their object under the topic's payload key (a service
+// event once went out with an empty payload).
+func TestEventPayloadsOfServicesAndAliases(t *testing.T) {
+	b := EventBatchRead(&structs.EventBatch{Index: 9, Events: []*structs.Event{
+		{Topic: structs.TopicService, Type: structs.EventServiceRegistration, Key: "web", Index: 9,
+			Payload: structs.EventPayload{Service: &structs.ServiceRegistration{ID: "svc-1", ServiceName: "web", Namespace: "ml", Port: 8080}}},
+		{Topic: structs.TopicEndpointAlias, Type: structs.EventEndpointAliasPromoted, Key: "llm.primary", Index: 9,
+			Payload: structs.EventPayload{EndpointAlias: &structs.EndpointAlias{Name: "llm.primary", Endpoint: "llm-70b", Namespace: "ml", PromotedAt: 1_700_000_000_000_000_000}}},
+	}}, "global")
+	var svc api.ServiceRegistration
+	if err := json.Unmarshal(b.Events[0].Payload["Service"], &svc); err != nil || svc.ServiceName != "web" || svc.Port != 8080 || b.Events[0].Namespace != "ml" {
+		t.Fatalf("service event = %+v payload %s (%v)", b.Events[0], b.Events[0].Payload["Service"], err)
+	}
+	var al api.EndpointAlias
+	if err := json.Unmarshal(b.Events[1].Payload["EndpointAlias"], &al); err != nil || al.Endpoint != "llm-70b" || al.PromotedAt.IsZero() || b.Events[1].Namespace != "ml" {
+		t.Fatalf("alias event = %+v payload %s (%v)", b.Events[1], b.Events[1].Payload["EndpointAlias"], err)
 	}
 }

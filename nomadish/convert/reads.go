@@ -418,6 +418,12 @@ func EventBatchRead(b *structs.EventBatch, region string) *api.EventBatch {
 		case p.Deployment != nil:
 			name, v = "Deployment", DeploymentFromStructs(p.Deployment)
 			ev.Namespace = nsOr(p.Deployment.Namespace)
+		case p.Service != nil:
+			name, v = "Service", ServiceRegistrationFromStructs(p.Service)
+			ev.Namespace = nsOr(p.Service.Namespace)
+		case p.EndpointAlias != nil:
+			name, v = "EndpointAlias", EndpointAliasFromStructs(p.EndpointAlias)
+			ev.Namespace = nsOr(p.EndpointAlias.Namespace)
 		}
 		if name != "" {
 			// The wire types hold only encodable values.
