@@ -132,6 +132,10 @@ func (c *NodePoolStatusCommand) renderPool(st *api.NodePoolStatus) string {
 		}
 		b.WriteString(table([]string{"Time", "Op", "Count", "Reason"}, rows))
 	}
+	if len(st.Waiting) > 0 {
+		b.WriteString("\n\nWaiting (blocked work this pool makes no hosts for)\n")
+		b.WriteString(strings.Join(st.Waiting, "\n"))
+	}
 	b.WriteString("\n\nFailed Provider Calls\n")
 	if len(st.Failed) == 0 {
 		b.WriteString("No failed calls")

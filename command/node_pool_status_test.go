@@ -16,7 +16,8 @@ const poolStatusJSON = `{"Pool":{"Name":"gpu","Scaling":{"Provider":"docker","Mi
    "NextAttempt":"2026-11-30T12:00:08Z","CreateTime":"2026-11-30T11:59:00Z","ModifyTime":"2026-11-30T12:00:00Z"}],
  "Decisions":[{"Index":12,"Time":"2026-11-30T11:59:00Z","Op":"create","Count":3,"Reason":"3 blocked evals need nvidia/gpu x 1: +3"}],
  "Failed":[{"ID":"77777777-aaaa","Pool":"gpu","Op":"create","Status":"failed","Reason":"r","Error":"docker create: no space","Attempts":2,
-   "CreateTime":"2026-11-30T11:59:00Z","ModifyTime":"2026-11-30T12:00:00Z"}]}`
+   "CreateTime":"2026-11-30T11:59:00Z","ModifyTime":"2026-11-30T12:00:00Z"}],
+ "Waiting":["gang of 4 needs nvidia/gpu x 1 all at once: max 4 leaves room for 1"]}`
 
 // TestNodePoolStatus renders one pool's nodes, pending requests, decisions
 // and failed calls, and the one-line-per-pool summary.
@@ -37,7 +38,8 @@ func TestNodePoolStatus(t *testing.T) {
 		t.Fatalf("code %d: %s", res.code, res.err)
 	}
 	for _, want := range []string{"Hosts      = 2", "gpu-1a2b3c4d  5f0c7d9e  c0ffee   busy", "joining",
-		"3 blocked evals need nvidia/gpu x 1: +3", "docker create: no space", "2026-11-30T12:00:08Z"} {
+		"3 blocked evals need nvidia/gpu x 1: +3", "docker create: no space", "2026-11-30T12:00:08Z",
+		"Waiting (blocked work this pool makes no hosts for)\ngang of 4 needs nvidia/gpu x 1 all at once: max 4 leaves room for 1"} {
 		if !strings.Contains(res.out, want) {
 			t.Errorf("output lacks %q:\n%s", want, res.out)
 		}

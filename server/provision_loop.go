@@ -221,9 +221,10 @@ func closeProvider(p provision.Provider) {
 
 // NodePoolStatus returns what `node pool status` shows of pool name: its
 // nodes (idle, busy, draining, down, joining), pending provision
-// requests, the last decisions and failed provider calls, as a blocking
-// query on the node pools, nodes, allocations and provision requests
-// tables. Errors wrap structs.ErrNotFound for an unknown pool.
+// requests, the last decisions, failed provider calls and why blocked work
+// gets no new hosts (provision.PoolWaiting), as a blocking query on the
+// node pools, nodes, allocations, provision requests, evaluations and
+// jobs tables. Errors wrap structs.ErrNotFound for an unknown pool.
 func (s *Server) NodePoolStatus(ctx context.Context, name string, q *structs.QueryOptions) (*structs.NodePoolStatus, structs.QueryMeta, error) {
 	resp, meta, err := s.blockingQuery(ctx, q, func(ws memdb.WatchSet, st *state.StateStore) (interface{}, uint64, error) {
 		p, err := st.NodePoolByName(ws, name)
@@ -244,7 +245,15 @@ func (s *Server) NodePoolStatus(ctx context.Context, name string, q *structs.Que
 		if err != nil {
 			return nil, 0, err
 		}
-		idx, err := maxIndex(st, state.TableNodes, state.TableNodePools, state.TableProvisionRequests, state.TableAllocs)
+		// Why blocked work gets no hosts: it reads the evaluations and
+		// their jobs, so the query wakes on those too.
+		if _, err := st.Evals(ws); err != nil {
+			return nil, 0, err
+		}
+		if out.Waiting, err = provision.PoolWaiting(st, p); err != nil {
+			return nil, 0, err
+		}
+		idx, err := maxIndex(st, state.TableNodes, state.TableNodePools, state.TableProvisionRequests, state.TableAllocs, state.TableEvals, state.TableJobs)
 		return out, idx, err
 	})
 	if err != nil {

@@ -175,6 +175,10 @@ type NodePoolStatus struct {
 	// Failed are requests whose last provider call failed (retrying) or
 	// that gave up, newest first.
 	Failed []*ProvisionRequest
+	// Waiting says why blocked work of the pool gets no new hosts (a
+	// group the shape cannot place, a gang larger than Max leaves room
+	// for, demand beyond Max), one line each, at most MaxPoolDecisions.
+	Waiting []string `json:",omitempty"`
 }
 
 // NodePoolStatusNode is one node (or joining host) of a pool.

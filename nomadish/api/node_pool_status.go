@@ -19,6 +19,10 @@ type NodePoolStatus struct {
 	// Failed are requests whose last provider call failed (retrying) or
 	// that gave up, newest first.
 	Failed []*ProvisionRequest
+	// Waiting says why blocked work of the pool gets no new hosts, one
+	// line each (a group no host of the pool can place, a gang larger
+	// than max leaves room for, demand beyond max).
+	Waiting []string `json:",omitempty"`
 }
 
 // NodePoolStatusNode is one node (or a host whose node has not joined).

@@ -26,6 +26,7 @@ func NodePoolStatusFromStructs(s *structs.NodePoolStatus) *api.NodePoolStatus {
 	for _, r := range s.Failed {
 		out.Failed = append(out.Failed, ProvisionRequestFromStructs(r))
 	}
+	out.Waiting = append([]string(nil), s.Waiting...)
 	return out
 }
 

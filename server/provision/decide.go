@@ -75,30 +75,27 @@ type hostNeed struct {
 
 // blockedDemand returns what the pool's blocked evaluations need, each
 // task group whose needs the pool's shape fits. jobs maps "namespace/id"
-// to the job. Groups the shape cannot place (too many GPUs, another class
-// or GPU model) are skipped: more hosts of this pool would not help.
-func blockedDemand(pool *structs.NodePool, evals []*structs.Evaluation, jobs map[string]*structs.Job) (needs []hostNeed, evalsByKey map[string]map[string]bool) {
+// to the job. A group of a node_pool = "all" job counts only in the pool
+// that owners names for it (anyPoolOwners), so two scaling pools do not
+// both make hosts for it. Groups of a job of this very pool that the shape
+// cannot place (too many GPUs, another class or GPU model) are skipped,
+// since more hosts of this pool would not help, and each is named in
+// unserved.
+func blockedDemand(pool *structs.NodePool, evals []*structs.Evaluation, jobs map[string]*structs.Job, owners map[string]string) (needs []hostNeed, evalsByKey map[string]map[string]bool, unserved []string) {
 	shape := pool.Scaling.Shape
 	evalsByKey = map[string]map[string]bool{}
-	sorted := append([]*structs.Evaluation(nil), evals...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].CreateIndex < sorted[j].CreateIndex })
-	for _, e := range sorted {
-		if e.Status != structs.EvalStatusBlocked {
-			continue
-		}
+	for _, e := range blockedInOrder(evals) {
 		job := jobs[e.Namespace+"/"+e.JobID]
 		if job == nil || job.Stop || !jobInPool(job, pool.Name) {
 			continue
 		}
-		names := make([]string, 0, len(e.FailedTGAllocs))
-		for name := range e.FailedTGAllocs {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
+		for _, name := range failedGroups(e) {
 			m := e.FailedTGAllocs[name]
 			tg := job.LookupTaskGroup(name)
 			if m == nil || tg == nil {
+				continue
+			}
+			if job.NodePool == structs.NodePoolAll && owners[ownerKey(e, name)] != pool.Name {
 				continue
 			}
 			unplaced := 1 + m.CoalescedFailures - m.AwaitingStops
@@ -108,8 +105,11 @@ func blockedDemand(pool *structs.NodePool, evals []*structs.Evaluation, jobs map
 			if unplaced <= 0 {
 				continue
 			}
-			key, perHost, ok := fitShape(tg, shape)
-			if !ok {
+			key, perHost, why := fitShape(tg, shape)
+			if why != "" {
+				if job.NodePool != structs.NodePoolAll {
+					unserved = append(unserved, fmt.Sprintf("job %.80q group %.80q %s: no host of this pool can place it", job.ID, tg.Name, why))
+				}
 				continue
 			}
 			n := hostNeed{key: key, hosts: (unplaced + perHost - 1) / perHost}
@@ -118,13 +118,77 @@ func blockedDemand(pool *structs.NodePool, evals []*structs.Evaluation, jobs map
 				n.groupKey = fmt.Sprintf("gang/%s/%s/%s/%d", job.Namespace, job.ID, tg.Name, job.JobModifyIndex)
 			}
 			needs = append(needs, n)
+			if n.gang {
+				continue // a gang's reason counts its own hosts
+			}
 			if evalsByKey[key] == nil {
 				evalsByKey[key] = map[string]bool{}
 			}
 			evalsByKey[key][e.ID] = true
 		}
 	}
-	return needs, evalsByKey
+	return needs, evalsByKey, unserved
+}
+
+// blockedInOrder returns the blocked evaluations of evals, oldest
+// (lowest CreateIndex) first.
+func blockedInOrder(evals []*structs.Evaluation) []*structs.Evaluation {
+	var out []*structs.Evaluation
+	for _, e := range evals {
+		if e != nil && e.Status == structs.EvalStatusBlocked {
+			out = append(out, e)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreateIndex < out[j].CreateIndex })
+	return out
+}
+
+// failedGroups returns the names of the task groups e failed to place,
+// sorted.
+func failedGroups(e *structs.Evaluation) []string {
+	names := make([]string, 0, len(e.FailedTGAllocs))
+	for name := range e.FailedTGAllocs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ownerKey names one failed task group of one evaluation.
+func ownerKey(e *structs.Evaluation, group string) string { return e.ID + "\x00" + group }
+
+// anyPoolOwners returns, for each failed task group of a blocked
+// node_pool = "all" job, the scaling pool that alone may make hosts for
+// it: the first by name whose shape fits the group. Groups no pool fits
+// are left out.
+func anyPoolOwners(pools []*structs.NodePool, evals []*structs.Evaluation, jobs map[string]*structs.Job) map[string]string {
+	sorted := make([]*structs.NodePool, 0, len(pools))
+	for _, p := range pools {
+		if p != nil && p.Scaling != nil {
+			sorted = append(sorted, p)
+		}
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	out := map[string]string{}
+	for _, e := range blockedInOrder(evals) {
+		job := jobs[e.Namespace+"/"+e.JobID]
+		if job == nil || job.Stop || job.NodePool != structs.NodePoolAll {
+			continue
+		}
+		for _, name := range failedGroups(e) {
+			tg := job.LookupTaskGroup(name)
+			if tg == nil {
+				continue
+			}
+			for _, p := range sorted {
+				if _, _, why := fitShape(tg, p.Scaling.Shape); why == "" {
+					out[ownerKey(e, name)] = p.Name
+					break
+				}
+			}
+		}
+	}
+	return out
 }
 
 // jobInPool reports whether the job's allocations may go to pool.
@@ -136,10 +200,12 @@ func jobInPool(job *structs.Job, pool string) bool {
 	return jp == pool || jp == structs.NodePoolAll
 }
 
-// fitShape says whether one allocation of tg fits a host of shape, how
-// many fit on one host (by GPUs; one when the group asks for none), and
-// the need's key for reasons.
-func fitShape(tg *structs.TaskGroup, shape structs.NodeShape) (key string, perHost int, ok bool) {
+// fitShape says whether one allocation of tg fits a host of shape: why
+// is empty when it does, else what does not fit ("asks 12 GPUs an
+// allocation, a host of this pool has 8"). When it fits, perHost is how
+// many fit on one host (by GPUs; one when the group asks for none) and key
+// names the need in reasons.
+func fitShape(tg *structs.TaskGroup, shape structs.NodeShape) (key string, perHost int, why string) {
 	var devName string
 	gpus := 0
 	for _, t := range tg.Tasks {
@@ -151,7 +217,7 @@ func fitShape(tg *structs.TaskGroup, shape structs.NodeShape) (key string, perHo
 				continue
 			}
 			if !gpuModelMatches(d.Name, shape.GPUModel) {
-				return "", 0, false
+				return "", 0, fmt.Sprintf("asks device %.60q, a host of this pool has GPU model %.60q", d.Name, shape.GPUModel)
 			}
 			if devName == "" {
 				devName = d.Name
@@ -161,12 +227,12 @@ func fitShape(tg *structs.TaskGroup, shape structs.NodeShape) (key string, perHo
 	}
 	class := groupClass(tg)
 	if class != "" && class != shape.NodeClass {
-		return "", 0, false
+		return "", 0, fmt.Sprintf("is pinned to node class %.60q, a host of this pool has class %.60q", class, shape.NodeClass)
 	}
 	perHost = 1
 	if gpus > 0 {
 		if gpus > shape.GPUCount {
-			return "", 0, false
+			return "", 0, fmt.Sprintf("asks %d GPUs an allocation, a host of this pool has %d", gpus, shape.GPUCount)
 		}
 		perHost = shape.GPUCount / gpus
 		key = fmt.Sprintf("%s x %d", devName, gpus)
@@ -176,7 +242,7 @@ func fitShape(tg *structs.TaskGroup, shape structs.NodeShape) (key string, perHo
 	if class != "" {
 		key += " of class " + class
 	}
-	return key, perHost, true
+	return key, perHost, ""
 }
 
 // isGPUDevice reports whether a requested device name ("gpu",
@@ -227,13 +293,9 @@ type scaleUp struct {
 	reason   string
 }
 
-// decideScaleUp returns the pool's scale-up decisions: enough hosts for
-// the blocked needs, minus the hosts already coming (pending creates and
-// created hosts whose node is not ready yet: notReady), within Max, and a
-// top-up to Min. A gang gets its whole set or nothing, and never a second
-// set while one with its GroupKey exists. Nothing is decided within
-// Cooldown of the pool's last decision (now and times in Unix
-// nanoseconds).
+// decideScaleUp returns the pool's scale-up decisions (planScaleUp),
+// or none within Cooldown of the pool's last decision (now and times in
+// Unix nanoseconds).
 func decideScaleUp(v *poolView, needs []hostNeed, evalsByKey map[string]map[string]bool, notReady int, now int64) []scaleUp {
 	sp := v.pool.Scaling
 	if sp == nil {
@@ -242,9 +304,24 @@ func decideScaleUp(v *poolView, needs []hostNeed, evalsByKey map[string]map[stri
 	if v.lastDecision != 0 && now-v.lastDecision < int64(sp.Cooldown) {
 		return nil
 	}
+	out, _ := planScaleUp(v, needs, evalsByKey, notReady)
+	return out
+}
+
+// planScaleUp returns what scale-up would decide now: enough hosts for
+// the blocked needs, minus the hosts already coming (pending creates and
+// created hosts whose node is not ready yet: notReady), within Max, and a
+// top-up to Min. A gang gets its whole set or nothing, and never a second
+// set while one with its GroupKey exists. held names each need Max leaves
+// unserved (a gang larger than the room left, demand at max), for the
+// pool's status.
+func planScaleUp(v *poolView, needs []hostNeed, evalsByKey map[string]map[string]bool, notReady int) (out []scaleUp, held []string) {
+	sp := v.pool.Scaling
+	if sp == nil {
+		return nil, nil
+	}
 	current := len(v.live) + len(v.pending)
 	room := sp.Max - current
-	var out []scaleUp
 	// Gangs first, oldest first: each whole or not at all.
 	for _, n := range needs {
 		if !n.gang {
@@ -254,6 +331,7 @@ func decideScaleUp(v *poolView, needs []hostNeed, evalsByKey map[string]map[stri
 			continue
 		}
 		if n.hosts > room {
+			held = append(held, fmt.Sprintf("gang of %d needs %s all at once: max %d leaves room for %d", n.hosts, n.key, sp.Max, max(room, 0)))
 			continue
 		}
 		room -= n.hosts
@@ -286,8 +364,14 @@ func decideScaleUp(v *poolView, needs []hostNeed, evalsByKey map[string]map[stri
 		if want <= 0 {
 			continue
 		}
+		nEvals := len(evalsByKey[k])
+		word := "evals need"
+		if nEvals == 1 {
+			word = "eval needs"
+		}
 		capped := ""
 		if want > room {
+			held = append(held, fmt.Sprintf("%d blocked %s %s: %d more hosts than max %d allows", nEvals, word, k, want-max(room, 0), sp.Max))
 			want = room
 			capped = fmt.Sprintf(" (capped at max %d)", sp.Max)
 		}
@@ -295,11 +379,6 @@ func decideScaleUp(v *poolView, needs []hostNeed, evalsByKey map[string]map[stri
 			continue
 		}
 		room -= want
-		nEvals := len(evalsByKey[k])
-		word := "evals need"
-		if nEvals == 1 {
-			word = "eval needs"
-		}
 		out = append(out, scaleUp{count: want, reason: fmt.Sprintf("%d blocked %s %s: +%d%s", nEvals, word, k, want, capped)})
 	}
 	// Top-up to Min.
@@ -310,5 +389,5 @@ func decideScaleUp(v *poolView, needs []hostNeed, evalsByKey map[string]map[stri
 	if total < sp.Min {
 		out = append(out, scaleUp{count: sp.Min - total, reason: fmt.Sprintf("pool below min %d: +%d", sp.Min, sp.Min-total)})
 	}
-	return out
+	return out, held
 }

@@ -182,3 +182,75 @@ func TestGangPartialSetTornDown(t *testing.T) {
 		t.Fatalf("%d hosts of a failed gang left", hosts)
 	}
 }
+
+// TestPoolWaitingNamesWhatGetsNoHosts: a group asking more GPUs than a
+// host has, a gang larger than Max leaves room for and demand beyond Max
+// are each named in the pool's status, with nothing decided for the first
+// two; a pool with room for all of it waits for nothing.
+func TestPoolWaitingNamesWhatGetsNoHosts(t *testing.T) {
+	ctx := context.Background()
+	pool := gpuPool("gpu", 0, 3)
+	h := newHarness(t, pool)
+	big := h.blockJob("gpu", 2, 1, false) // 2 GPUs an allocation; a host has 1
+	h.blockJob("gpu", 1, 4, true)         // a gang of 4 in a pool of max 3
+	for range 5 {
+		h.blockJob("gpu", 1, 1, false) // 5 hosts wanted, 3 allowed
+	}
+	got, err := PoolWaiting(h.fsm.State(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`job "` + big.ID + `" group "web" asks 2 GPUs an allocation, a host of this pool has 1: no host of this pool can place it`,
+		"gang of 4 needs nvidia/gpu x 1 all at once: max 3 leaves room for 3",
+		"5 blocked evals need nvidia/gpu x 1: 2 more hosts than max 3 allows",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("waiting:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	h.step(ctx)
+	reqs := h.requests("gpu")
+	if len(reqs) != 3 || !strings.Contains(reqs[0].Reason, "+3 (capped at max 3)") {
+		t.Fatalf("requests = %d (%+v), want the 3 one-GPU hosts only", len(reqs), reqs)
+	}
+	// Once max is reached the gang's room is 0.
+	got, err = PoolWaiting(h.fsm.State(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[1] != "gang of 4 needs nvidia/gpu x 1 all at once: max 3 leaves room for 0" {
+		t.Fatalf("waiting after scale-up: %q", got)
+	}
+
+	roomy := gpuPool("roomy", 0, 8)
+	h2 := newHarness(t, roomy)
+	h2.blockJob("roomy", 1, 2, false)
+	if got, err := PoolWaiting(h2.fsm.State(), roomy); err != nil || len(got) != 0 {
+		t.Fatalf("a pool with room waits for %q (%v)", got, err)
+	}
+	if got, err := PoolWaiting(h2.fsm.State(), &structs.NodePool{Name: "plain"}); err != nil || got != nil {
+		t.Fatalf("a pool without scaling waits for %q (%v)", got, err)
+	}
+}
+
+// TestAnyPoolJobCountedByOnePool: a blocked job with node_pool = "all"
+// makes hosts in one scaling pool only (the first by name whose shape fits
+// it), not in every pool; one that only the second pool's shape fits goes
+// there.
+func TestAnyPoolJobCountedByOnePool(t *testing.T) {
+	ctx := context.Background()
+	a, b := gpuPool("a-pool", 0, 4), gpuPool("b-pool", 0, 4)
+	b.Scaling.Shape.GPUCount = 4
+	h := newHarness(t, a, b)
+	h.blockJob(structs.NodePoolAll, 1, 2, false)
+	h.step(ctx)
+	if na, nb := len(h.requests("a-pool")), len(h.requests("b-pool")); na != 2 || nb != 0 {
+		t.Fatalf("one-GPU job in pool all: a-pool %d requests, b-pool %d; want 2 and 0", na, nb)
+	}
+	h.blockJob(structs.NodePoolAll, 3, 1, false) // only b-pool's hosts have 3 GPUs
+	h.advance(time.Hour)
+	h.step(ctx)
+	if na, nb := len(h.requests("a-pool")), len(h.requests("b-pool")); na != 2 || nb != 1 {
+		t.Fatalf("three-GPU job in pool all: a-pool %d requests, b-pool %d; want 2 and 1", na, nb)
+	}
+}

@@ -216,18 +216,19 @@ func (p *Provisioner) Step(ctx context.Context) {
 		}
 	}
 	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
+	owners := anyPoolOwners(pools, blocked, jobs)
 	for _, pool := range pools {
 		if pool == nil || pool.Scaling == nil || ctx.Err() != nil {
 			continue
 		}
-		if err := p.stepPool(ctx, st, pool, blocked, jobs, now); err != nil && ctx.Err() == nil {
+		if err := p.stepPool(ctx, st, pool, blocked, jobs, owners, now); err != nil && ctx.Err() == nil {
 			p.logger.Warn("pool step failed", "pool", pool.Name, "error", err)
 		}
 	}
 }
 
 // stepPool runs one round for one pool.
-func (p *Provisioner) stepPool(ctx context.Context, st *state.StateStore, pool *structs.NodePool, blocked []*structs.Evaluation, jobs map[string]*structs.Job, now time.Time) error {
+func (p *Provisioner) stepPool(ctx context.Context, st *state.StateStore, pool *structs.NodePool, blocked []*structs.Evaluation, jobs map[string]*structs.Job, owners map[string]string, now time.Time) error {
 	if p.reconcileDue(pool.Name, now) {
 		p.startReconcile(ctx, pool)
 	}
@@ -246,32 +247,11 @@ func (p *Provisioner) stepPool(ctx context.Context, st *state.StateStore, pool *
 	if err != nil {
 		return err
 	}
-	// Hosts still to serve blocked work: not joined, not ready, or ready
-	// and running nothing (the blocked evaluations are placed there next;
-	// if they do not fit, another host of the same shape would not fit
-	// them either).
-	notReady := 0
-	for _, r := range v.live {
-		if _, term := v.terminating[r.HostID]; term {
-			continue
-		}
-		n := nodes[r.NodeName]
-		if n == nil || n.Status != structs.NodeStatusReady {
-			notReady++
-			continue
-		}
-		if !n.Ready() || n.DrainStrategy != nil {
-			continue // leaving (scale-in): takes no new work
-		}
-		w, err := workOn(st, n.ID)
-		if err != nil {
-			return err
-		}
-		if w.running == 0 {
-			notReady++
-		}
+	notReady, err := hostsComing(st, v, nodes)
+	if err != nil {
+		return err
 	}
-	needs, byKey := blockedDemand(pool, blocked, jobs)
+	needs, byKey, _ := blockedDemand(pool, blocked, jobs, owners)
 	for _, d := range decideScaleUp(v, needs, byKey, notReady, now.UnixNano()) {
 		if err := p.recordCreates(pool, d, now); err != nil {
 			return fmt.Errorf("record scale-up: %w", err)
@@ -292,6 +272,36 @@ func (p *Provisioner) stepPool(ctx context.Context, st *state.StateStore, pool *
 	}
 	p.dispatch(ctx, pool, reqs, now)
 	return nil
+}
+
+// hostsComing counts the pool's hosts still to serve blocked work: not
+// joined, not ready, or ready and running nothing (the blocked
+// evaluations are placed there next; if they do not fit, another host of
+// the same shape would not fit them either). Hosts being terminated or
+// leaving (draining) do not count.
+func hostsComing(st *state.StateStore, v *poolView, nodes map[string]*structs.Node) (int, error) {
+	n := 0
+	for _, r := range v.live {
+		if _, term := v.terminating[r.HostID]; term {
+			continue
+		}
+		node := nodes[r.NodeName]
+		if node == nil || node.Status != structs.NodeStatusReady {
+			n++
+			continue
+		}
+		if !node.Ready() || node.DrainStrategy != nil {
+			continue // leaving (scale-in): takes no new work
+		}
+		w, err := workOn(st, node.ID)
+		if err != nil {
+			return 0, err
+		}
+		if w.running == 0 {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // poolNodes returns the pool's nodes by name.

@@ -73,3 +73,58 @@ func BuildPoolStatus(st *state.StateStore, pool *structs.NodePool) (*structs.Nod
 	}
 	return out, nil
 }
+
+// PoolWaiting says why blocked work of pool gets no new hosts now, one
+// line each, at most structs.MaxPoolDecisions: task groups the pool's
+// shape cannot place (more GPUs an allocation than a host has, another GPU
+// model or node class), gangs larger than the room Max leaves, and demand
+// beyond Max. It reads what the provisioner's round reads (every
+// evaluation, the blocked ones' jobs, the pools, the pool's requests and
+// nodes) and decides nothing. A pool without a scaling policy waits for
+// nothing (nil).
+func PoolWaiting(st *state.StateStore, pool *structs.NodePool) ([]string, error) {
+	if pool == nil || pool.Scaling == nil {
+		return nil, nil
+	}
+	evals, err := st.Evals(nil)
+	if err != nil {
+		return nil, err
+	}
+	blocked := blockedInOrder(evals)
+	jobs := map[string]*structs.Job{}
+	for _, e := range blocked {
+		key := e.Namespace + "/" + e.JobID
+		if _, ok := jobs[key]; ok {
+			continue
+		}
+		j, err := st.JobByID(nil, e.JobID)
+		if err != nil {
+			return nil, err
+		}
+		jobs[key] = j
+	}
+	pools, err := st.NodePools(nil)
+	if err != nil {
+		return nil, err
+	}
+	reqs, err := st.ProvisionRequestsByPool(nil, pool.Name)
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := poolNodes(st, pool.Name)
+	if err != nil {
+		return nil, err
+	}
+	v := newPoolView(pool, reqs)
+	notReady, err := hostsComing(st, v, nodes)
+	if err != nil {
+		return nil, err
+	}
+	needs, byKey, unserved := blockedDemand(pool, blocked, jobs, anyPoolOwners(pools, blocked, jobs))
+	_, held := planScaleUp(v, needs, byKey, notReady)
+	out := append(unserved, held...)
+	if len(out) > structs.MaxPoolDecisions {
+		out = out[:structs.MaxPoolDecisions]
+	}
+	return out, nil
+}
