@@ -14,6 +14,7 @@ import (
 	"github.com/gpulayer/gpulayer/server"
 	"github.com/gpulayer/gpulayer/server/provision"
 	"github.com/gpulayer/gpulayer/server/servertest"
+	"github.com/gpulayer/gpulayer/state/statetest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -70,6 +71,24 @@ func TestNodePoolStatusRoute(t *testing.T) {
 		if resp.StatusCode != 200 || !strings.Contains(page, want) {
 			t.Fatalf("/ui/pools = %d, lacks %q:\n%s", resp.StatusCode, want, page)
 		}
+	}
+	// A job of the pool asking more GPUs than its hosts have blocks, and
+	// the status (API and UI) says no host of the pool can place it.
+	job := statetest.BatchJob(2)
+	job.NodePool = "gpu"
+	if _, err := srv.JobRegister(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	waittest.For(t, 10*time.Second, "the pool's status names the job no host can place", func() (bool, string) {
+		resp, got := doReq(t, "GET", ts.URL+"/v1/node/pool/gpu/status", "")
+		st = api.NodePoolStatus{}
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(got), &st) != nil {
+			return false, got
+		}
+		return len(st.Waiting) == 1 && strings.Contains(st.Waiting[0], "asks 2 GPUs an allocation, a host of this pool has 1"), got
+	})
+	if resp, page := doReq(t, "GET", ts.URL+"/ui/pools", ""); resp.StatusCode != 200 || !strings.Contains(page, "asks 2 GPUs an allocation") {
+		t.Fatalf("/ui/pools = %d, lacks the waiting job:\n%s", resp.StatusCode, page)
 	}
 	if resp, got := doReq(t, "GET", ts.URL+"/v1/node/pool/nope/status", ""); resp.StatusCode != 404 {
 		t.Fatalf("unknown pool = %d %s", resp.StatusCode, got)
