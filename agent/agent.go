@@ -118,7 +118,8 @@ func (a *Agent) start() error {
 			Provision: server.ProvisionConfig{Disabled: cfg.Server.DisableProvisioning, JoinToken: cfg.Server.ProvisionJoinToken, Region: cfg.Region,
 				ExecCommands:   slices.Clone(cfg.Server.ProvisionExecCommands),
 				DockerImages:   slices.Clone(cfg.Server.ProvisionDockerImages),
-				DockerBinaries: slices.Clone(cfg.Server.ProvisionDockerBinaries)},
+				DockerBinaries: slices.Clone(cfg.Server.ProvisionDockerBinaries),
+				ExecPassEnv:    slices.Clone(cfg.Server.ProvisionExecPassEnv)},
 		}
 		if !cfg.DevMode {
 			// Servers find each other over gossip; a dev agent is alone.

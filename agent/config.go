@@ -140,6 +140,11 @@ type ServerConfig struct {
 	ProvisionExecCommands   []string `hcl:"provision_exec_commands,optional"`
 	ProvisionDockerImages   []string `hcl:"provision_docker_images,optional"`
 	ProvisionDockerBinaries []string `hcl:"provision_docker_binaries,optional"`
+	// ProvisionExecPassEnv are the names of this server's environment
+	// variables an exec pool's pass_env may name: which of the server's
+	// variables (cloud credentials, say) a provider program sees is the
+	// server operator's decision too. Empty: a pool may pass none.
+	ProvisionExecPassEnv []string `hcl:"provision_exec_pass_env,optional"`
 }
 
 // ClientConfig enables and tunes the client role.

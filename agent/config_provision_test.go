@@ -28,19 +28,22 @@ func TestConfigProvisionAllowLists(t *testing.T) {
 	c := DefaultConfig()
 	c.Merge(&Config{Server: &ServerConfig{Enabled: true, ProvisionExecCommands: []string{"/opt/a"}}})
 	c.Merge(&Config{Server: &ServerConfig{ProvisionExecCommands: []string{"/opt/b"}, ProvisionDockerImages: []string{"gpulayer-host:x"},
-		ProvisionDockerBinaries: []string{"/opt/gpulayer"}}})
+		ProvisionDockerBinaries: []string{"/opt/gpulayer"}, ProvisionExecPassEnv: []string{"AWS_PROFILE"}}})
 	if got := c.Server.ProvisionExecCommands; len(got) != 1 || got[0] != "/opt/b" || c.Server.ProvisionDockerImages[0] != "gpulayer-host:x" ||
-		c.Server.ProvisionDockerBinaries[0] != "/opt/gpulayer" {
+		c.Server.ProvisionDockerBinaries[0] != "/opt/gpulayer" || len(c.Server.ProvisionExecPassEnv) != 1 || c.Server.ProvisionExecPassEnv[0] != "AWS_PROFILE" {
 		t.Fatalf("merged = %+v", c.Server)
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("Validate = %v", err)
 	}
 	for name, mut := range map[string]func(*ServerConfig){
-		"server.provision_exec_commands[0]":   func(s *ServerConfig) { s.ProvisionExecCommands = []string{"bin/sh"} },
-		"server.provision_docker_binaries[0]": func(s *ServerConfig) { s.ProvisionDockerBinaries = []string{"/opt/../bin/sh"} },
-		"server.provision_docker_images[0]":   func(s *ServerConfig) { s.ProvisionDockerImages = []string{"Bad Image"} },
-		"server.provision_exec_commands:":     func(s *ServerConfig) { s.ProvisionExecCommands = make([]string, maxProvisionAllow+1) },
+		"server.provision_exec_commands[0]":                     func(s *ServerConfig) { s.ProvisionExecCommands = []string{"bin/sh"} },
+		"server.provision_docker_binaries[0]":                   func(s *ServerConfig) { s.ProvisionDockerBinaries = []string{"/opt/../bin/sh"} },
+		"server.provision_docker_images[0]":                     func(s *ServerConfig) { s.ProvisionDockerImages = []string{"Bad Image"} },
+		"server.provision_exec_commands:":                       func(s *ServerConfig) { s.ProvisionExecCommands = make([]string, maxProvisionAllow+1) },
+		"server.provision_exec_pass_env[1]":                     func(s *ServerConfig) { s.ProvisionExecPassEnv = []string{"HOME", "A=B"} },
+		"server.provision_exec_pass_env[0]: \"gpulayer_token\"": func(s *ServerConfig) { s.ProvisionExecPassEnv = []string{"gpulayer_token"} },
+		"server.provision_exec_pass_env:":                       func(s *ServerConfig) { s.ProvisionExecPassEnv = make([]string, maxProvisionAllow+1) },
 	} {
 		d := DefaultConfig()
 		d.Merge(&Config{Server: &ServerConfig{Enabled: true}})
@@ -51,11 +54,12 @@ func TestConfigProvisionAllowLists(t *testing.T) {
 	}
 	dir := t.TempDir()
 	path := dir + "/s.hcl"
-	if err := os.WriteFile(path, []byte("server {\n  enabled = true\n  provision_exec_commands = [\"/opt/cloud\"]\n}\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte("server {\n  enabled = true\n  provision_exec_commands = [\"/opt/cloud\"]\n  provision_exec_pass_env = [\"HOME\"]\n}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f, err := LoadConfigFile(path)
-	if err != nil || len(f.Server.ProvisionExecCommands) != 1 || f.Server.ProvisionExecCommands[0] != "/opt/cloud" {
+	if err != nil || len(f.Server.ProvisionExecCommands) != 1 || f.Server.ProvisionExecCommands[0] != "/opt/cloud" ||
+		len(f.Server.ProvisionExecPassEnv) != 1 || f.Server.ProvisionExecPassEnv[0] != "HOME" {
 		t.Fatalf("LoadConfigFile = %+v, %v", f, err)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gpulayer/gpulayer/server/provision/docker"
 	provexec "github.com/gpulayer/gpulayer/server/provision/exec"
@@ -10,8 +11,9 @@ import (
 )
 
 // checkPoolProvider refuses a pool whose provider config names a program,
-// an image or a binary that this server's agent config does not list
-// (ProvisionConfig.ExecCommands, DockerImages, DockerBinaries). A pool is
+// an image, a binary or a server environment variable to pass that this
+// server's agent config does not list (ProvisionConfig.ExecCommands,
+// DockerImages, DockerBinaries, ExecPassEnv). A pool is
 // written through the API by anyone with operator write; what the leader
 // then runs is the server operator's decision alone, so the API may only
 // pick one of the entries the server config names. Errors wrap
@@ -34,7 +36,17 @@ func (pc *ProvisionConfig) checkPoolProvider(p *structs.NodePool) error {
 	}
 	switch sp.Provider {
 	case provexec.Name:
-		return refuse(provexec.KeyCommand, sp.ProviderConfig[provexec.KeyCommand], "provision_exec_commands", pc.ExecCommands)
+		if err := refuse(provexec.KeyCommand, sp.ProviderConfig[provexec.KeyCommand], "provision_exec_commands", pc.ExecCommands); err != nil {
+			return err
+		}
+		for _, n := range strings.Split(sp.ProviderConfig[provexec.KeyPassEnv], ",") {
+			if n = strings.TrimSpace(n); n == "" {
+				continue
+			}
+			if err := refuse(provexec.KeyPassEnv, n, "provision_exec_pass_env", pc.ExecPassEnv); err != nil {
+				return err
+			}
+		}
 	case docker.Name:
 		if v, ok := sp.ProviderConfig[docker.KeyImage]; ok {
 			if err := refuse(docker.KeyImage, v, "provision_docker_images", pc.DockerImages); err != nil {

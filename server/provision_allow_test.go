@@ -75,6 +75,27 @@ func TestPoolProviderProgramsComeFromServerConfig(t *testing.T) {
 		ProviderConfig: map[string]string{"image": "attacker/root:latest"}}}}); !errors.Is(err, structs.ErrInvalid) {
 		t.Fatalf("unlisted image: %v", err)
 	}
+	// pass_env may name only the variables the server config lists.
+	passEnv := func(names string) *structs.NodePool {
+		p := execPool("env", allowed)
+		p.Scaling.ProviderConfig["pass_env"] = names
+		return p
+	}
+	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{passEnv("HOME")}); !errors.Is(err, structs.ErrInvalid) ||
+		!strings.Contains(err.Error(), "server.provision_exec_pass_env") {
+		t.Fatalf("pass_env with no list: %v", err)
+	}
+	le := servertest.NewServer(t, servertest.WithConfig(func(c *server.Config) {
+		c.Provision.ExecCommands = []string{allowed}
+		c.Provision.ExecPassEnv = []string{"AWS_PROFILE", "HOME"}
+	}))
+	if _, err := le.UpsertNodePools(ctx, []*structs.NodePool{passEnv("HOME, AWS_PROFILE")}); err != nil {
+		t.Fatalf("listed pass_env: %v", err)
+	}
+	if _, err := le.UpsertNodePools(ctx, []*structs.NodePool{passEnv("HOME,AWS_SECRET_ACCESS_KEY")}); !errors.Is(err, structs.ErrInvalid) ||
+		!strings.Contains(err.Error(), `"AWS_SECRET_ACCESS_KEY" is not allowed`) {
+		t.Fatalf("unlisted pass_env: %v", err)
+	}
 	// A pool without a scaling policy has no provider config to check.
 	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{{Name: "static"}}); err != nil {
 		t.Fatalf("static pool: %v", err)

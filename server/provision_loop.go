@@ -40,6 +40,9 @@ type ProvisionConfig struct {
 	// them, so an API caller can pick a program but never name one.
 	// Empty: no pool may use the exec provider.
 	ExecCommands []string
+	// ExecPassEnv are the server environment variables an exec pool's
+	// pass_env may name (server.provision_exec_pass_env); empty: none.
+	ExecPassEnv []string
 	// DockerImages and DockerBinaries are the values a docker pool's
 	// "image" and "binary" may take (server.provision_docker_images,
 	// server.provision_docker_binaries); empty: a pool may name none, and
