@@ -140,7 +140,7 @@ func (r *Router) newSrvConn(c net.Conn) *srvConn {
 	sc := &srvConn{r: r, c: fastConn(c), remote: c.RemoteAddr().String()}
 	sc.lr.sc = sc
 	sc.br = bufio.NewReaderSize(&sc.lr, 4<<10)
-	sc.bw = bufio.NewWriterSize(c, 4<<10)
+	sc.bw = bufio.NewWriterSize(sc.c, 4<<10)
 	sc.ctx, sc.cancel = context.WithCancel(r.connCtx)
 	r.connMu.Lock()
 	if r.inShutdown {
