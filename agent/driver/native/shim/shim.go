@@ -197,11 +197,11 @@ func run() int {
 	}
 	cmd.WaitDelay = IOWaitDelay
 	// The task must be in its cgroup before its first instruction. On v2
-	// it is cloned straight into it. On v1 the shim joins the task's
-	// cgroups for the fork and goes back right after, so the task inherits
-	// them; that is safe here because the shim starts nothing else, and
-	// it keeps the shim (its memory, and a kill of the cgroup) out of the
-	// task's cgroup afterwards. Moving the task in after the start would
+	// it is cloned straight into it. On v1 the shim's starting thread
+	// joins the task's cgroups for the fork and goes back right after, so
+	// the task inherits them and the shim (its other threads, its memory,
+	// and after the start all of it) stays out of the task's cgroup and of
+	// a kill of it (cgroups.Placement.Start). Moving the task in after the start would
 	// let it run unlimited, and fork children outside, for a moment.
 	start := cmd.Start
 	if spec.Cgroup != nil {
