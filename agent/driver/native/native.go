@@ -51,12 +51,16 @@ type Driver struct {
 	tasks map[string]*task
 
 	// shimMu guards idle, a task shim started ahead of its task
-	// (shim_idle.go), refilling (one being started) and closed (Close:
-	// keep none).
+	// (shim_idle.go), refilling (one being started), closed (Close:
+	// keep none) and exiting.
 	shimMu    sync.Mutex
 	idle      *idleShim
 	refilling bool
 	closed    bool
+	// exiting holds, by task ID, a channel closed once the shim of the
+	// task's latest run is reaped: after the task's exit, the shim still
+	// writes its exit file (awaitShimExit).
+	exiting map[string]chan struct{}
 }
 
 type task struct {
@@ -129,7 +133,7 @@ func NewWithConfig(cfg Config) *Driver {
 	if cc.Logger == nil {
 		cc.Logger = logger
 	}
-	d := &Driver{logger: logger, cg: cgroups.Detect(cc), users: cfg.Users, tasks: map[string]*task{}}
+	d := &Driver{logger: logger, cg: cgroups.Detect(cc), users: cfg.Users, tasks: map[string]*task{}, exiting: map[string]chan struct{}{}}
 	if d.cg.Mode() == cgroups.ModeNone {
 		logger.Info("CPU and memory limits of native tasks are not enforced", "reason", d.cg.Reason())
 	}
@@ -365,27 +369,82 @@ func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path stri
 	if cg != nil {
 		spec.Cgroup = cg.Placement()
 	}
+	d.awaitShimExit(cfg.ID)
 	sh, err := d.takeShim()
 	if err != nil {
 		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
 	}
-	shim, pid, err := startShim(cfg, spec, sh)
+	rs, pid, err := startShim(cfg, spec, sh)
 	if err != nil {
 		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
 	}
 	startTicks, _ := processStartTime(pid)
-	shimTicks, _ := processStartTime(shim.Process.Pid)
+	shimPID := rs.cmd.Process.Pid
+	shimTicks, _ := processStartTime(shimPID)
 	h := &driver.TaskHandle{ID: cfg.ID, Driver: Name, PID: pid, StartTime: startTicks, StartedAt: time.Now(),
-		ShimPID: shim.Process.Pid, ShimStartTime: shimTicks}
+		ShimPID: shimPID, ShimStartTime: shimTicks}
 	t := &task{id: cfg.ID, name: cfg.Name, handle: h, pid: pid, done: make(chan struct{}), cg: cg}
 	exitPath := shimExitPath(cfg)
+	reaped := make(chan struct{})
+	d.shimMu.Lock()
+	d.exiting[cfg.ID] = reaped
+	d.shimMu.Unlock()
 	go func() {
-		werr := shim.Wait()
-		t.finish(d.withOOM(t, shimResult(cfg.AllocDir(), exitPath, werr)))
+		// The exit comes on the status pipe before the shim writes its
+		// exit file durably and exits: the task is done then. A shim
+		// that dies without the line leaves the file (or nothing) to read
+		// once it is reaped.
+		ex, ok := rs.waitExit()
+		if ok {
+			t.finish(d.withOOM(t, exitResultOf(ex)))
+		}
+		werr := rs.cmd.Wait()
+		if !ok {
+			t.finish(d.withOOM(t, shimResult(cfg.AllocDir(), exitPath, werr)))
+		}
+		d.shimMu.Lock()
+		if d.exiting[cfg.ID] == reaped {
+			delete(d.exiting, cfg.ID)
+		}
+		d.shimMu.Unlock()
+		close(reaped)
 		d.logger.Debug("task exited", "task_id", cfg.ID, "pid", pid)
 	}()
 	return t, nil
 }
+
+// exitResultOf is the ExitResult of a shim's Exit.
+func exitResultOf(ex shim.Exit) *driver.ExitResult {
+	r := &driver.ExitResult{ExitCode: ex.ExitCode, Signal: ex.Signal}
+	if ex.Err != "" {
+		r.Err = errors.New(ex.Err)
+	}
+	return r
+}
+
+// awaitShimExit waits, up to shimExitWait, for the shim of an earlier run
+// of task id to exit, once it has reported its task's exit: it still
+// writes that run's exit file, which a new run's shim must not find
+// written after its start removed it.
+func (d *Driver) awaitShimExit(id string) {
+	d.shimMu.Lock()
+	ch := d.exiting[id]
+	d.shimMu.Unlock()
+	if ch == nil {
+		return
+	}
+	t := time.NewTimer(shimExitWait)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+		d.logger.Warn("the shim of the task's previous run has not exited; starting anyway", "task_id", id, "waited", shimExitWait)
+	}
+}
+
+// shimExitWait bounds awaitShimExit: a shim's exit file write and fsync,
+// with room for a slow disk.
+const shimExitWait = 10 * time.Second
 
 // shimResult reads the exit status the shim recorded; a shim that died
 // without recording one gives an ExitResult with Err set.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -55,18 +57,40 @@ func readExitFile(allocDir, path string) (*driver.ExitResult, time.Time, error) 
 	if err := json.Unmarshal(b, &ex); err != nil {
 		return nil, time.Time{}, fmt.Errorf("decode %s: %w", path, err)
 	}
-	r := &driver.ExitResult{ExitCode: ex.ExitCode, Signal: ex.Signal}
-	if ex.Err != "" {
-		r.Err = errors.New(ex.Err)
+	return exitResultOf(ex), time.Unix(0, ex.At), nil
+}
+
+// runningShim is a shim whose task has started: its command, and the
+// status pipe on which its exit comes (waitExit).
+type runningShim struct {
+	cmd    *exec.Cmd
+	status *os.File
+	lines  *bufio.Reader
+}
+
+// maxStatusLine bounds a status line the driver reads from a shim, in
+// bytes (an Exit's JSON is under a hundred).
+const maxStatusLine = 64 << 10
+
+// waitExit waits for the shim's "exited" status line and returns its
+// Exit; ok is false when the shim closed the pipe without one (it died,
+// or its exit could not be encoded): the exit file, or the shim's own
+// exit, tells then. It closes the status pipe; the caller still reaps the
+// shim (cmd.Wait), which exits once its exit file is durable.
+func (rs *runningShim) waitExit() (shim.Exit, bool) {
+	defer rs.status.Close()
+	line, err := rs.lines.ReadString('\n')
+	if err != nil {
+		return shim.Exit{}, false
 	}
-	return r, time.Unix(0, ex.At), nil
+	return shim.ParseExited(strings.TrimSuffix(line, "\n"))
 }
 
 // startShim starts the task of spec under sh, a shim started and waiting
-// for its spec (takeShim), and returns the shim's command and the task's
+// for its spec (takeShim), and returns the running shim and the task's
 // pid once the shim reported it. A task that could not start returns the
 // shim's error message. sh is used up either way.
-func startShim(cfg *driver.TaskConfig, spec *shim.Spec, sh *idleShim) (*exec.Cmd, int, error) {
+func startShim(cfg *driver.TaskConfig, spec *shim.Spec, sh *idleShim) (*runningShim, int, error) {
 	exitPath := shimExitPath(cfg)
 	spec.ExitFile = exitPath
 	spec.AllocDir = cfg.AllocDir()
@@ -86,7 +110,6 @@ func startShim(cfg *driver.TaskConfig, spec *shim.Spec, sh *idleShim) (*exec.Cmd
 		sh.discard()
 		return nil, 0, fmt.Errorf("encode shim spec: %w", err)
 	}
-	defer sh.status.Close()
 	// The shim reads the whole spec before it writes its status line, and
 	// a pipe holds 64 KiB: write from a goroutine so a larger spec cannot
 	// block the start.
@@ -95,18 +118,23 @@ func startShim(cfg *driver.TaskConfig, spec *shim.Spec, sh *idleShim) (*exec.Cmd
 		sh.spec.Close()
 	}()
 	cmd := sh.cmd
-	line, rerr := bufio.NewReader(sh.status).ReadString('\n')
+	// One reader for both lines: it may hold the exit line already when
+	// the task ends at once.
+	lines := bufio.NewReader(io.LimitReader(sh.status, maxStatusLine))
+	line, rerr := lines.ReadString('\n')
 	line = strings.TrimSpace(line)
 	if msg, ok := strings.CutPrefix(line, "error "); ok {
+		sh.status.Close()
 		_ = cmd.Wait()
 		return nil, 0, errors.New(msg)
 	}
 	pidStr, ok := strings.CutPrefix(line, "started ")
 	pid, perr := strconv.Atoi(pidStr)
 	if !ok || perr != nil || pid <= 0 {
+		sh.status.Close()
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		return nil, 0, fmt.Errorf("task shim did not report a pid (got %q, read error %v)", line, rerr)
 	}
-	return cmd, pid, nil
+	return &runningShim{cmd: cmd, status: sh.status, lines: lines}, pid, nil
 }

@@ -8,7 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"runtime"
 	"strings"
 )
 
@@ -34,16 +34,24 @@ type Placement struct {
 //
 // On v2 the child is cloned straight into the cgroup (clone3 with
 // CLONE_INTO_CGROUP, through SysProcAttr.UseCgroupFD; Linux 5.7 and
-// later). On v1 no such clone flag exists: the calling process joins the
-// task's cgroup in every hierarchy, starts cmd (whose process inherits
-// them at fork) and goes back to the cgroups it came from, found in
-// /proc/self/cgroup. Meanwhile any other child the calling process forks,
-// and its own memory allocated in that moment, land in the task's cgroup
-// too, so on v1 Start is for a process that starts nothing else at the
-// same time: the native driver's task shim, which exists to start one
-// task. If the process cannot go back, the started command is killed and
-// an error returned, so it never stays in a task's cgroup (where a kill
-// of the cgroup would take it too).
+// later). On v1 no such clone flag exists: the calling thread (locked to
+// its goroutine) joins the task's cgroup in every hierarchy, starts cmd
+// (whose process inherits the forking thread's cgroups) and goes back to
+// the cgroups it came from, found in /proc/thread-self/cgroup. Only that
+// thread moves: the process's other threads, the children they fork and
+// the threads the Go runtime starts meanwhile (it starts none from a
+// locked thread) stay where they were. If the thread cannot go back, the
+// started command is killed, an error returned, and the goroutine stays
+// locked to the thread, which the runtime ends with the goroutine.
+//
+// The thread moves itself by writing "0" to each hierarchy's tasks file:
+// the kernel migrates the writing thread without taking the cgroup
+// threadgroup lock (cgroup_procs_write_start: a thread that is current
+// cannot exit or exec under the migration), whose write side waits for an
+// RCU grace period. Moving the whole process through cgroup.procs, or a
+// thread by its ID, waits for one: 10-17 ms of each start at load 10 on a
+// 2-core host (Linux 6.18), against 1.7-2.9 ms for this (a plain start:
+// 1.1-1.3 ms).
 func (p *Placement) Start(cmd *exec.Cmd) error {
 	switch p.Mode {
 	case ModeV2:
@@ -57,12 +65,19 @@ func (p *Placement) Start(cmd *exec.Cmd) error {
 	return fmt.Errorf("%w: placement mode %q", ErrUnsupported, p.Mode)
 }
 
-// startJoined is Start on v1: join, start, go back.
+// startJoined is Start on v1: the calling thread joins, starts, goes back.
 func (p *Placement) startJoined(cmd *exec.Cmd) error {
 	if len(p.Controllers) != len(p.Dirs) || len(p.Mounts) != len(p.Dirs) {
 		return errors.New("cgroup v1 placement without a controller and mount for each directory")
 	}
-	b, err := os.ReadFile("/proc/self/cgroup")
+	runtime.LockOSThread()
+	stuck := false
+	defer func() {
+		if !stuck {
+			runtime.UnlockOSThread()
+		}
+	}()
+	b, err := os.ReadFile("/proc/thread-self/cgroup")
 	if err != nil {
 		return fmt.Errorf("read own cgroups: %w", err)
 	}
@@ -71,27 +86,27 @@ func (p *Placement) startJoined(cmd *exec.Cmd) error {
 	for i, ctrl := range p.Controllers {
 		rel, ok := own[ctrl]
 		if !ok {
-			return fmt.Errorf("this process is in no cgroup of the v1 %s hierarchy", ctrl)
+			return fmt.Errorf("this thread is in no cgroup of the v1 %s hierarchy", ctrl)
 		}
 		back[i] = filepath.Join(p.Mounts[i], rel)
 		// Check the way back before leaving.
-		if _, err := os.Stat(filepath.Join(back[i], "cgroup.procs")); err != nil {
+		if _, err := os.Stat(filepath.Join(back[i], "tasks")); err != nil {
 			return fmt.Errorf("own %s cgroup %s, to return to after the start, not found: %w", ctrl, back[i], err)
 		}
 	}
-	pid := strconv.Itoa(os.Getpid())
 	joined := 0
 	leave := func() error {
 		var first error
 		for i := 0; i < joined; i++ {
-			if err := writeValue(filepath.Join(back[i], "cgroup.procs"), pid); err != nil && first == nil {
+			if err := writeValue(filepath.Join(back[i], "tasks"), "0"); err != nil && first == nil {
 				first = err
 			}
 		}
+		stuck = first != nil
 		return first
 	}
 	for _, dir := range p.Dirs {
-		if err := writeValue(filepath.Join(dir, "cgroup.procs"), pid); err != nil {
+		if err := writeValue(filepath.Join(dir, "tasks"), "0"); err != nil {
 			if lerr := leave(); lerr != nil {
 				return fmt.Errorf("join task cgroup: %w (and going back failed: %v)", err, lerr)
 			}
@@ -110,7 +125,7 @@ func (p *Placement) startJoined(cmd *exec.Cmd) error {
 	if leaveErr != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return fmt.Errorf("task started, but the starting process could not leave the task's cgroup, so the task was killed: %w", leaveErr)
+		return fmt.Errorf("task started, but the starting thread could not leave the task's cgroup, so the task was killed: %w", leaveErr)
 	}
 	return nil
 }

@@ -31,9 +31,10 @@ func startInto(cmd *exec.Cmd, dir string) error {
 
 // StartStopped starts cmd with its process moved into the cgroup before
 // it runs its first instruction, without the calling process joining the
-// cgroup: it is for a process that forks other children at the same time
-// (the agent itself), where Start on v1 would put those in the task's
-// cgroup too.
+// cgroup. The agent's direct starts use it (tests only; see the native
+// driver's startDirect). On v1 it is slower than Start, whose thread moves
+// itself: each of its moves by pid waits for an RCU grace period (see
+// Start).
 //
 // On v2 it is Start (clone3 into the cgroup). On v1 the child is started
 // under ptrace (SysProcAttr.Ptrace), so the kernel stops it right after

@@ -56,8 +56,12 @@ const MaxSpec = 16 << 20
 
 // StatusFD is the file descriptor of the pipe on which the shim tells the
 // driver the task's pid ("started <pid>") or why it did not start ("error
-// <message>"). It is ExtraFiles[0] of the shim's command.
+// <message>"), then, once the task has exited, how it ended ("exited "
+// and the Exit JSON). It is ExtraFiles[0] of the shim's command.
 const StatusFD = 3
+
+// ExitedPrefix starts the status line that carries the task's Exit.
+const ExitedPrefix = "exited "
 
 // SpecFD is the file descriptor on which the shim reads its spec (JSON,
 // then end of file). It is ExtraFiles[1] of the shim's command.
@@ -128,16 +132,22 @@ func run() int {
 	// agent was started with.
 	closeOnExecFrom(3)
 	status := os.NewFile(StatusFD, "status")
-	report := func(format string, args ...interface{}) {
+	// say writes a status line; the driver may be gone (the write then
+	// fails with EPIPE), which changes nothing.
+	say := func(format string, args ...interface{}) {
 		if status != nil {
-			// The driver may be gone: an error here changes nothing.
 			_, _ = fmt.Fprintf(status, format+"\n", args...)
+		}
+	}
+	closeStatus := func() {
+		if status != nil {
 			_ = status.Close()
 			status = nil
 		}
 	}
 	fail := func(err error) int {
-		report("error %s", strings.ReplaceAll(err.Error(), "\n", " "))
+		say("error %s", strings.ReplaceAll(err.Error(), "\n", " "))
+		closeStatus()
 		return 1
 	}
 	specFile := os.NewFile(SpecFD, "spec")
@@ -197,11 +207,11 @@ func run() int {
 	}
 	cmd.WaitDelay = IOWaitDelay
 	// The task must be in its cgroup before its first instruction. On v2
-	// it is cloned straight into it. On v1 the shim joins the task's
-	// cgroups for the fork and goes back right after, so the task inherits
-	// them; that is safe here because the shim starts nothing else, and
-	// it keeps the shim (its memory, and a kill of the cgroup) out of the
-	// task's cgroup afterwards. Moving the task in after the start would
+	// it is cloned straight into it. On v1 the shim's starting thread
+	// joins the task's cgroups for the fork and goes back right after, so
+	// the task inherits them and the shim (its other threads, its memory,
+	// and after the start all of it) stays out of the task's cgroup and of
+	// a kill of it (cgroups.Placement.Start). Moving the task in after the start would
 	// let it run unlimited, and fork children outside, for a moment.
 	start := cmd.Start
 	if spec.Cgroup != nil {
@@ -210,14 +220,33 @@ func run() int {
 	if err := start(); err != nil {
 		return fail(fmt.Errorf("start command %q: %w", spec.Args[0], err))
 	}
-	report("started %d", cmd.Process.Pid)
+	say("started %d", cmd.Process.Pid)
 	werr := cmd.Wait()
 	ex := exitOf(cmd.ProcessState, werr)
 	ex.At = time.Now().UnixNano()
+	// The driver learns the exit on the status pipe at once; the exit file,
+	// for a driver restarted meanwhile, is written after, and durably
+	// before the shim exits, so its fsync is not on the path from the
+	// task's exit to its status report. A driver that sees the shim exit
+	// without this line reads the file.
+	if b, err := json.Marshal(ex); err == nil {
+		say("%s%s", ExitedPrefix, b)
+	}
+	closeStatus()
 	if err := WriteFile(allocDir, spec.ExitFile, ex, true); err != nil {
 		return 1
 	}
 	return 0
+}
+
+// ParseExited decodes the Exit of an "exited" status line (without its
+// newline); ok is false for any other line or a malformed one.
+func ParseExited(line string) (ex Exit, ok bool) {
+	rest, found := strings.CutPrefix(line, ExitedPrefix)
+	if !found || json.Unmarshal([]byte(rest), &ex) != nil {
+		return Exit{}, false
+	}
+	return ex, true
 }
 
 // closeOnExecFrom marks every open file descriptor from min on
