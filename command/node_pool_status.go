@@ -19,7 +19,7 @@ Usage: gpulayer node pool status [options] [NAME]
 
   Shows a node pool's provisioning: its nodes (idle, busy, draining, down,
   or joining: the host exists, its node has not registered), the pending
-  provision requests, the last scaling decisions and why, and the failed
+  provision requests, the last scaling decisions and why, the failed
   provider calls with their errors, and the blocked work the pool makes no
   hosts for (Waiting) and why. Without NAME, one line per pool that has a
   scaling policy, with how many such reasons it has. Needs node read rights.
