@@ -46,7 +46,7 @@ Stream Options:
     Only events of this topic (Job, Allocation, Node, Evaluation,
     Deployment, Service, EndpointAlias or *), optionally only for one
     key: an object ID, the job ID of allocations and evaluations, or an
-    alias's name or endpoint. Repeat for several.
+    alias's name, endpoint or job ID. Repeat for several.
 
   -json
     Print each batch of events as one line of JSON, as the API sends it.
