@@ -119,9 +119,12 @@ func cores(b *testing.B, pid int, window time.Duration) (server, sim float64) {
 // GPULAYER_NODESIM_SERVER_GOMEMLIMIT set the server process's GOGC and
 // GOMEMLIMIT (the simulator keeps its own). With
 // GPULAYER_DEBUG_CPUPROFILE_DIR set, the server writes its CPU profile of
-// the placement window there (cpu-1.pprof). With GPULAYER_NODESIM_FULLPOLL=1 the nodes watch their allocations the
-// way clients did before the change routes (every allocation with its job
-// at each wake-up, from the leader), for a before/after ratio.
+// the placement window there (cpu-1.pprof). With
+// GPULAYER_NODESIM_FULLPOLL=1 the nodes watch their allocations the way
+// clients did before the change routes (every allocation with its job at
+// each wake-up, from the leader), and with GPULAYER_NODESIM_JSON=1 they
+// speak JSON on the node routes instead of msgpack: each for a
+// before/after ratio.
 //
 // It fails if a GPU instance was given to two live allocations of a node
 // or a node was marked down.
@@ -169,7 +172,8 @@ func BenchmarkNodeSim(b *testing.B) {
 	defer cancel()
 	startReg := time.Now()
 	fullPoll := os.Getenv("GPULAYER_NODESIM_FULLPOLL") == "1"
-	fleet, err := nodesim.Start(ctx, nodesim.Config{Servers: []string{p.httpAddr}, Nodes: nodes, GPUs: 8, RegisterToken: clientToken, RunFor: 0, FullPoll: fullPoll})
+	fleet, err := nodesim.Start(ctx, nodesim.Config{Servers: []string{p.httpAddr}, Nodes: nodes, GPUs: 8, RegisterToken: clientToken, RunFor: 0, FullPoll: fullPoll,
+		JSONOnly: os.Getenv("GPULAYER_NODESIM_JSON") == "1"})
 	if err != nil {
 		b.Fatalf("start the fleet: %v", err)
 	}

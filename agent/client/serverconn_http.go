@@ -344,7 +344,7 @@ func (c *HTTPServerConn) UpdateAllocs(ctx context.Context, allocs []*structs.All
 	}
 	for _, nodeID := range order {
 		path := "/v1/node/" + url.PathEscape(nodeID) + "/allocations"
-		body := structs.NodeUpdateAllocsHTTPRequest{Allocs: byNode[nodeID]}
+		body := newAllocUpdatesWire(byNode[nodeID])
 		if _, err := c.callNode(ctx, http.MethodPost, path, nil, nodeID, body, nil, 0); err != nil {
 			return fmt.Errorf("update allocs: %w", err)
 		}

@@ -69,3 +69,39 @@ func decodeMsgpackAnswer(r io.Reader, out interface{}) error {
 	}
 	return structs.DecodeNodeWire(raw, out)
 }
+
+// allocUpdateWire is one allocation of a status report (POST
+// /v1/node/{id}/allocations) as sent: the fields of structs.Allocation the
+// server reads from a client's report (server.UpdateAllocs), under the
+// same names, so either encoding decodes into structs.Allocation on the
+// server. The rest of an Allocation (its resources, indexes, and dozens
+// of zero fields) stays off the wire: it was most of every report's bytes
+// and of the server's time decoding it.
+type allocUpdateWire struct {
+	ID                string
+	NodeID            string
+	ClientStatus      string
+	ClientDescription string                         `json:",omitempty" codec:",omitempty"`
+	TaskStates        map[string]*structs.TaskState  `json:",omitempty" codec:",omitempty"`
+	Outputs           []*structs.ArtifactRef         `json:",omitempty" codec:",omitempty"`
+	LogArchive        string                         `json:",omitempty" codec:",omitempty"`
+	DeploymentStatus  *structs.AllocDeploymentStatus `json:",omitempty" codec:",omitempty"`
+	EndpointMember    *structs.EndpointMemberStatus  `json:",omitempty" codec:",omitempty"`
+}
+
+// allocUpdatesWire is the body of POST /v1/node/{id}/allocations as sent
+// (structs.NodeUpdateAllocsHTTPRequest, slim).
+type allocUpdatesWire struct {
+	Allocs []*allocUpdateWire
+}
+
+// newAllocUpdatesWire returns the report of allocs.
+func newAllocUpdatesWire(allocs []*structs.Allocation) allocUpdatesWire {
+	out := allocUpdatesWire{Allocs: make([]*allocUpdateWire, len(allocs))}
+	for i, a := range allocs {
+		out.Allocs[i] = &allocUpdateWire{ID: a.ID, NodeID: a.NodeID, ClientStatus: a.ClientStatus,
+			ClientDescription: a.ClientDescription, TaskStates: a.TaskStates, Outputs: a.Outputs,
+			LogArchive: a.LogArchive, DeploymentStatus: a.DeploymentStatus, EndpointMember: a.EndpointMember}
+	}
+	return out
+}
