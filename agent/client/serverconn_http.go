@@ -63,9 +63,11 @@ type HTTPServerConnConfig struct {
 }
 
 // HTTPServerConn is the ServerConn of a client agent without a local
-// server: it speaks the node routes of the JSON API (PUT /v1/node/register,
-// PUT /v1/node/{id}/heartbeat, GET and POST /v1/node/{id}/allocations) to a
-// list of servers. Like Nomad's client rotating its server list, it sends
+// server: it speaks the node routes of the HTTP API (PUT /v1/node/register,
+// PUT /v1/node/{id}/heartbeat, GET and POST /v1/node/{id}/allocations, the
+// client-allocs pair) to a list of servers, in msgpack
+// (structs.ContentTypeNodeMsgpack) with servers that answer in it and in
+// JSON otherwise (see HTTPServerConnConfig.JSONOnly). Like Nomad's client rotating its server list, it sends
 // every call to the server that answered last and, when that one is
 // unreachable or answers 5xx (no leader, not the leader, shutting down),
 // moves on to the next server in the list and retries the call there, each
