@@ -68,11 +68,12 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		default:
 			return fmt.Errorf("update allocs: %w: allocation %q: unknown client status %q", structs.ErrInvalid, a.ID, clipStatus(a.ClientStatus))
 		}
+		// Copy only the two fields taken (the caller may keep its
+		// allocation): copying the whole allocation twice, resources
+		// and all, was a visible part of each report's cost.
+		part := (&structs.Allocation{Outputs: a.Outputs, TaskStates: a.TaskStates}).Copy()
 		upd := &structs.Allocation{ID: a.ID, ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription,
-			Outputs: a.Copy().Outputs, LogArchive: a.LogArchive, EndpointMember: a.EndpointMember.Copy()}
-		if a.TaskStates != nil {
-			upd.TaskStates = a.Copy().TaskStates
-		}
+			Outputs: part.Outputs, TaskStates: part.TaskStates, LogArchive: a.LogArchive, EndpointMember: a.EndpointMember.Copy()}
 		if ds := a.DeploymentStatus; ds != nil && ds.Healthy != nil {
 			// The client's deployment health verdict (its Canary flag is
 			// the server's; the state store keeps that).
