@@ -35,9 +35,11 @@ type NodeHeartbeatHTTPResponse struct {
 	HeartbeatTTL time.Duration
 }
 
-// NodeUpdateAllocsHTTPRequest is the body of POST /v1/node/{id}/allocations:
-// client-side status of allocations on that node (ID, NodeID, ClientStatus,
-// ClientDescription and TaskStates are read; other fields are ignored).
+// NodeUpdateAllocsHTTPRequest is the body of POST /v1/node/{id}/allocations
+// (JSON, or ContentTypeNodeMsgpack): client-side status of allocations on
+// that node. ID, NodeID, ClientStatus, ClientDescription, TaskStates,
+// Outputs, LogArchive, DeploymentStatus (its Healthy and Timestamp) and
+// EndpointMember are read (server.UpdateAllocs); other fields are ignored.
 type NodeUpdateAllocsHTTPRequest struct {
 	Allocs []*Allocation
 }
