@@ -112,6 +112,10 @@ func cores(b *testing.B, pid int, window time.Duration) (server, sim float64) {
 //   - rss-MiB: the server's resident memory then, and its parts
 //     rss-anon-MiB (heap, stacks) and rss-file-MiB (mapped files: the
 //     Raft log's BoltDB);
+//   - live-heap-MiB: the live heap a forced GC leaves then, and
+//     heap-goal-MiB the heap goal of the GC before it (RSS follows that
+//     goal, 2x the live heap when that GC ran, so one RSS reading moves
+//     with when the last GC fell; the live heap does not);
 //   - snapshot-s: the time of GET /v1/operator/snapshot then.
 //
 // GPULAYER_NODESIM_SCHEDULERS sets the server's num_schedulers (its
@@ -155,6 +159,17 @@ func BenchmarkNodeSim(b *testing.B) {
 	if v := os.Getenv("GPULAYER_NODESIM_SERVER_GOGC"); v != "" {
 		// For comparisons: the server's GOGC (not the simulator's).
 		p.env = append(p.env, "GOGC="+v)
+	}
+	// The server's memory figures at the end (command/memprofile.go):
+	// RSS follows the heap goal of the last GC, which depends on when it
+	// fell, so the live heap a forced GC leaves is reported beside it.
+	memDir := os.Getenv("GPULAYER_DEBUG_MEMPROFILE_DIR")
+	if memDir == "" {
+		memDir = filepath.Join(root, "memprofile")
+		if err := os.Mkdir(memDir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		p.env = append(p.env, "GPULAYER_DEBUG_MEMPROFILE_DIR="+memDir)
 	}
 	if v := os.Getenv("GPULAYER_NODESIM_SERVER_GOMEMLIMIT"); v != "" {
 		// For comparisons: the server's soft memory limit (not the simulator's).
@@ -243,15 +258,13 @@ func BenchmarkNodeSim(b *testing.B) {
 	idleFinished, _ := cores(b, pid, 30*time.Second)
 	rss := procRSSMiB(b, pid)
 	rssAnon, rssFile := procStatusMiB(b, pid, "RssAnon"), procStatusMiB(b, pid, "RssFile")
-	if dir := os.Getenv("GPULAYER_DEBUG_MEMPROFILE_DIR"); dir != "" {
-		// The server inherits the variable (command/memprofile.go): ask it
-		// for its heap profile and memory figures at this point.
-		_ = p.cmd.Process.Signal(syscall.SIGUSR2)
-		waittest.For(b, time.Minute, "the server's heap profile", func() (bool, string) {
-			_, err := os.Stat(filepath.Join(dir, "heap-1.pprof"))
-			return err == nil, fmt.Sprint(err)
-		})
-	}
+	// Ask the server for its heap profile and memory figures now.
+	_ = p.cmd.Process.Signal(syscall.SIGUSR2)
+	waittest.For(b, time.Minute, "the server's heap profile", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(memDir, "heap-1.pprof"))
+		return err == nil, fmt.Sprint(err)
+	})
+	memFigures := readMemFigures(b, filepath.Join(memDir, "mem-1.txt"))
 
 	snapStart := time.Now()
 	resp, err := c.http.Get(p.url() + "/v1/operator/snapshot")
@@ -288,6 +301,8 @@ func BenchmarkNodeSim(b *testing.B) {
 	b.ReportMetric(rss, "rss-MiB")
 	b.ReportMetric(rssAnon, "rss-anon-MiB")
 	b.ReportMetric(rssFile, "rss-file-MiB")
+	b.ReportMetric(memFigures["after-gc:/gc/heap/live:bytes"]/(1<<20), "live-heap-MiB")
+	b.ReportMetric(memFigures["/gc/heap/goal:bytes"]/(1<<20), "heap-goal-MiB")
 	b.ReportMetric(snapTook.Seconds(), "snapshot-s")
 }
 
@@ -331,4 +346,30 @@ func gpuBatchJob(id string) map[string]interface{} {
 				"Devices": []interface{}{map[string]interface{}{"Name": "nvidia/gpu", "Count": 1}}},
 		}}}},
 	}}
+}
+
+// readMemFigures reads the "name value" lines of a mem-N.txt the server
+// wrote (command/memprofile.go).
+func readMemFigures(b *testing.B, path string) map[string]float64 {
+	b.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			b.Fatalf("%s: line %q: %v", path, line, err)
+		}
+		out[name] = f
+	}
+	if _, ok := out["after-gc:/gc/heap/live:bytes"]; !ok {
+		b.Fatalf("%s holds no live heap after GC:\n%s", path, raw)
+	}
+	return out
 }

@@ -62,7 +62,9 @@ func startMemProfiler(logger hclog.Logger) {
 }
 
 // writeMemProfile writes mem-i.txt (before a forced GC, so the figures are
-// what the process held) and heap-i.pprof (the live heap as of that GC).
+// what the process held, then the live heap that GC left, as
+// "after-gc:/gc/heap/live:bytes N") and heap-i.pprof (the live heap as of
+// that GC).
 func writeMemProfile(dir string, i int64) error {
 	samples := make([]metrics.Sample, len(memMetrics))
 	for k, name := range memMetrics {
@@ -75,10 +77,15 @@ func writeMemProfile(dir string, i int64) error {
 			txt += fmt.Sprintf("%s %d\n", s.Name, s.Value.Uint64())
 		}
 	}
+	runtime.GC()
+	after := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(after)
+	if after[0].Value.Kind() == metrics.KindUint64 {
+		txt += fmt.Sprintf("after-gc:%s %d\n", after[0].Name, after[0].Value.Uint64())
+	}
 	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("mem-%d.txt", i)), []byte(txt), 0o600); err != nil {
 		return err
 	}
-	runtime.GC()
 	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%d.pprof", i)))
 	if err != nil {
 		return err

@@ -48,5 +48,6 @@ printf '%-58s %10.3f cores  %s of the issue'"'"'s 0.09\n' "server CPU, fleet idl
 printf '%-58s %10.3f cores  %s of the 0.1 goal; %s of the issue'"'"'s 0.38\n' "server CPU, fleet idle, allocations finished and stored" "$(f idle-cores-finished)" "$(ratio "$(f idle-cores-finished)" 0.1)" "$(ratio "$(f idle-cores-finished)" 0.38)"
 printf '%-58s %10.0f MiB  %s of the 1 GiB goal; %s of the issue'"'"'s 1.9-2.5 GiB (1,946-2,560 MiB)\n' "server RSS, nodes + finished allocations" "$(f rss-MiB)" "$(ratio "$(f rss-MiB)" 1024)" "$(ratio "$(f rss-MiB)" 2560)"
 printf '%-58s %10.0f MiB anonymous (heap, stacks) + %.0f MiB mapped files (Raft log BoltDB)\n' "  of which" "$(f rss-anon-MiB)" "$(f rss-file-MiB)"
+printf '%-58s %10.0f MiB after a forced GC; heap goal before it %.0f MiB (RSS follows the goal)\n' "  live heap" "$(f live-heap-MiB)" "$(f heap-goal-MiB)"
 printf '%-58s %10.0f /s  %s of the 10,000/s goal; %s of the issue'"'"'s 1,454/s (server %.2f cores, simulator %.2f cores)\n' "end-to-end placements, one-GPU allocations via the API" "$(f placements/s)" "$(ratio "$(f placements/s)" 10000)" "$(ratio "$(f placements/s)" 1454)" "$(f server-cores)" "$(f sim-cores)"
 printf '%-58s %10.2f s  %s of the issue'"'"'s 31 s at 106,789\n' "GET /v1/operator/snapshot with the finished allocations" "$(f snapshot-s)" "$(ratio "$(f snapshot-s)" 31)"
