@@ -196,10 +196,14 @@ func TestPoolWaitingNamesWhatGetsNoHosts(t *testing.T) {
 	for range 5 {
 		h.blockJob("gpu", 1, 1, false) // 5 hosts wanted, 3 allowed
 	}
-	got, err := PoolWaiting(h.fsm.State(), pool)
+	waits, err := PoolWaiting(h.fsm.State(), pool)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if waits[0].Namespace != big.Namespace || waits[1].Namespace != "" || waits[2].Namespace != "" {
+		t.Fatalf("namespaces of the lines: %+v; want the job's on the line naming it only", waits)
+	}
+	got := waitReasons(waits)
 	want := []string{
 		`job "` + big.ID + `" group "web" asks 2 GPUs an allocation, a host of this pool has 1: no host of this pool can place it`,
 		"gang of 4 needs nvidia/gpu x 1 all at once: max 3 leaves room for 3",
@@ -214,10 +218,11 @@ func TestPoolWaitingNamesWhatGetsNoHosts(t *testing.T) {
 		t.Fatalf("requests = %d (%+v), want the 3 one-GPU hosts only", len(reqs), reqs)
 	}
 	// Once max is reached the gang's room is 0.
-	got, err = PoolWaiting(h.fsm.State(), pool)
+	waits, err = PoolWaiting(h.fsm.State(), pool)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got = waitReasons(waits)
 	if len(got) != 3 || got[1] != "gang of 4 needs nvidia/gpu x 1 all at once: max 3 leaves room for 0" {
 		t.Fatalf("waiting after scale-up: %q", got)
 	}
@@ -253,4 +258,13 @@ func TestAnyPoolJobCountedByOnePool(t *testing.T) {
 	if na, nb := len(h.requests("a-pool")), len(h.requests("b-pool")); na != 2 || nb != 1 {
 		t.Fatalf("three-GPU job in pool all: a-pool %d requests, b-pool %d; want 2 and 1", na, nb)
 	}
+}
+
+// waitReasons returns the reasons of ws.
+func waitReasons(ws []structs.PoolWait) []string {
+	out := make([]string, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w.Reason)
+	}
+	return out
 }
