@@ -177,7 +177,8 @@ type NodePoolStatus struct {
 	Failed []*ProvisionRequest
 	// Waiting says why blocked work of the pool gets no new hosts (a
 	// group the shape cannot place, a gang larger than Max leaves room
-	// for, demand beyond Max), one line each, at most MaxPoolDecisions.
+	// for, demand beyond Max), one line each of at most
+	// MaxProvisionReasonLen bytes, at most MaxPoolDecisions.
 	Waiting []PoolWait `json:",omitempty"`
 }
 

@@ -2,11 +2,14 @@ package provision
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/state/statetest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -267,4 +270,39 @@ func waitReasons(ws []structs.PoolWait) []string {
 		out = append(out, w.Reason)
 	}
 	return out
+}
+
+// TestPoolWaitingLinesBounded (hostile17): a job's device name is only
+// bounded by the request body, and the reasons of demand held at max
+// quote it; each Waiting line stays within MaxProvisionReasonLen bytes,
+// and many blocked jobs give at most MaxPoolDecisions lines.
+func TestPoolWaitingLinesBounded(t *testing.T) {
+	pool := gpuPool("gpu", 0, 1)
+	h := newHarness(t, pool)
+	for i := range structs.MaxPoolDecisions + 5 {
+		job := statetest.BatchJob(1)
+		job.NodePool = "gpu"
+		// A vendor of 64 KiB: a distinct key (and so a distinct line)
+		// for each job.
+		job.TaskGroups[0].Tasks[0].Resources.Devices[0].Name = strings.Repeat("v", 64<<10) + fmt.Sprint(i) + "/gpu"
+		job.TaskGroups[0].Count = 2
+		job.TaskGroups[0].Gang = i%2 == 0
+		h.must(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job})
+		e := statetest.Eval(job)
+		e.Status = structs.EvalStatusBlocked
+		e.FailedTGAllocs = map[string]*structs.AllocMetric{"web": {CoalescedFailures: 1}}
+		h.must(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{e}})
+	}
+	got, err := PoolWaiting(h.fsm.State(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 || len(got) > structs.MaxPoolDecisions {
+		t.Fatalf("%d lines, want 1 to %d", len(got), structs.MaxPoolDecisions)
+	}
+	for i, w := range got {
+		if len(w.Reason) > structs.MaxProvisionReasonLen || !utf8.ValidString(w.Reason) {
+			t.Errorf("line %d: %d bytes (valid UTF-8: %v), want at most %d", i, len(w.Reason), utf8.ValidString(w.Reason), structs.MaxProvisionReasonLen)
+		}
+	}
 }

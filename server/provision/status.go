@@ -2,6 +2,7 @@ package provision
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
@@ -75,7 +76,8 @@ func BuildPoolStatus(st *state.StateStore, pool *structs.NodePool) (*structs.Nod
 }
 
 // PoolWaiting says why blocked work of pool gets no new hosts now, one
-// line each, at most structs.MaxPoolDecisions: task groups the pool's
+// line each (at most structs.MaxProvisionReasonLen bytes), at most
+// structs.MaxPoolDecisions: task groups the pool's
 // shape cannot place (more GPUs an allocation than a host has, another GPU
 // model or node class), gangs larger than the room Max leaves, and demand
 // beyond Max. A line naming a job carries the job's namespace, for the
@@ -129,6 +131,11 @@ func PoolWaiting(st *state.StateStore, pool *structs.NodePool) ([]structs.PoolWa
 	}
 	if len(out) > structs.MaxPoolDecisions {
 		out = out[:structs.MaxPoolDecisions]
+	}
+	// A reason quotes the need's key, whose device name only the request
+	// body bounds: each line is cut as a decision's Reason is.
+	for i := range out {
+		out[i].Reason = strings.ToValidUTF8(truncate(out[i].Reason, structs.MaxProvisionReasonLen), "")
 	}
 	return out, nil
 }
