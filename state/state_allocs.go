@@ -141,6 +141,7 @@ func (s *StateStore) UpsertPlanResults(index uint64, req *structs.ApplyPlanResul
 			}
 			a.Job = job
 		}
+		compactPlacedAlloc(a)
 		a.ModifyIndex, a.AllocModifyIndex = index, index
 		a.ModifyTime = req.UpdatedAt
 		if err := txn.Insert(TableAllocs, a); err != nil {
@@ -208,19 +209,16 @@ func (s *StateStore) UpdateAllocsFromClient(index uint64, allocs []*structs.Allo
 		if err := (&structs.Allocation{ID: upd.ID, TaskStates: upd.TaskStates}).CheckWellFormed(); err != nil {
 			return err
 		}
-		states, err := safeCopy("allocation", upd.ID, func() map[string]*structs.TaskState {
-			return (&structs.Allocation{TaskStates: upd.TaskStates}).Copy().TaskStates
-		})
-		if err != nil {
-			return err
-		}
+		// The stored copy shares its strings and event details with the
+		// fleet's other allocations (storedTaskStates).
+		states := storedTaskStates(upd.TaskStates)
 		// A shallow copy, as for a stop: each field taken from the update
 		// is replaced, never changed in place, so the parts the client does
 		// not report (resources, job, metrics) are shared with the stored
 		// version, not copied at every status update.
 		a := existing.ShallowCopy()
-		a.ClientStatus = upd.ClientStatus
-		a.ClientDescription = upd.ClientDescription
+		a.ClientStatus = intern(upd.ClientStatus)
+		a.ClientDescription = intern(upd.ClientDescription)
 		a.TaskStates = states
 		// The endpoint router's view of the member (issue 14): an update
 		// without one (sent before the router saw the member) keeps it.

@@ -50,11 +50,17 @@ func (r *StateRestore) NodeRestore(node *structs.Node) error {
 }
 
 // AllocRestore inserts an allocation. Errors wrap structs.ErrInvalid for a
-// nil allocation or an empty ID.
+// nil allocation or an empty ID. The restore owns alloc: its strings are
+// interned and its task states replaced by a compact copy, as an
+// allocation the FSM stores from its Raft entries (compactPlacedAlloc,
+// storedTaskStates), so a restored server holds no more than one that
+// applied the log.
 func (r *StateRestore) AllocRestore(alloc *structs.Allocation) error {
 	if alloc == nil || alloc.ID == "" {
 		return invalid("restore allocation: nil or without ID")
 	}
+	compactPlacedAlloc(alloc)
+	alloc.TaskStates = storedTaskStates(alloc.TaskStates)
 	return r.insert(TableAllocs, alloc.ID, alloc)
 }
 
