@@ -117,9 +117,14 @@ func cores(b *testing.B, pid int, window time.Duration) (server, sim float64) {
 // GPULAYER_NODESIM_SCHEDULERS sets the server's num_schedulers (its
 // default otherwise); GPULAYER_NODESIM_SERVER_GOGC and
 // GPULAYER_NODESIM_SERVER_GOMEMLIMIT set the server process's GOGC and
-// GOMEMLIMIT (the simulator keeps its own). With GPULAYER_NODESIM_FULLPOLL=1 the nodes watch their allocations the
-// way clients did before the change routes (every allocation with its job
-// at each wake-up, from the leader), for a before/after ratio.
+// GOMEMLIMIT (the simulator keeps its own). With
+// GPULAYER_DEBUG_CPUPROFILE_DIR set, the server writes its CPU profile of
+// the placement window there (cpu-1.pprof). With
+// GPULAYER_NODESIM_FULLPOLL=1 the nodes watch their allocations the way
+// clients did before the change routes (every allocation with its job at
+// each wake-up, from the leader), and with GPULAYER_NODESIM_JSON=1 they
+// speak JSON on the node routes instead of msgpack: each for a
+// before/after ratio.
 //
 // It fails if a GPU instance was given to two live allocations of a node
 // or a node was marked down.
@@ -167,7 +172,8 @@ func BenchmarkNodeSim(b *testing.B) {
 	defer cancel()
 	startReg := time.Now()
 	fullPoll := os.Getenv("GPULAYER_NODESIM_FULLPOLL") == "1"
-	fleet, err := nodesim.Start(ctx, nodesim.Config{Servers: []string{p.httpAddr}, Nodes: nodes, GPUs: 8, RegisterToken: clientToken, RunFor: 0, FullPoll: fullPoll})
+	fleet, err := nodesim.Start(ctx, nodesim.Config{Servers: []string{p.httpAddr}, Nodes: nodes, GPUs: 8, RegisterToken: clientToken, RunFor: 0, FullPoll: fullPoll,
+		JSONOnly: os.Getenv("GPULAYER_NODESIM_JSON") == "1"})
 	if err != nil {
 		b.Fatalf("start the fleet: %v", err)
 	}
@@ -184,6 +190,13 @@ func BenchmarkNodeSim(b *testing.B) {
 	jobs := allocs / 100
 	start := time.Now()
 	s0, m0 := procCPU(b, pid), selfCPU()
+	cpuProfile := os.Getenv("GPULAYER_DEBUG_CPUPROFILE_DIR") != ""
+	if cpuProfile {
+		// The server inherits the variable (command/cpuprofile.go): its
+		// CPU profile of the placement, cpu-1.pprof, runs until the next
+		// signal.
+		_ = p.cmd.Process.Signal(syscall.SIGUSR1)
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	next := make(chan int)
@@ -215,6 +228,9 @@ func BenchmarkNodeSim(b *testing.B) {
 		return st.Acked >= int64(allocs), fmt.Sprintf("%+v", st)
 	})
 	took := time.Since(start)
+	if cpuProfile {
+		_ = p.cmd.Process.Signal(syscall.SIGUSR1)
+	}
 	logServerTimes(b, c, p)
 	serverCores := (procCPU(b, pid) - s0).Seconds() / took.Seconds()
 	simCores := (selfCPU() - m0).Seconds() / took.Seconds()

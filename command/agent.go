@@ -99,6 +99,7 @@ func (c *AgentCommand) Run(args []string) int {
 	// Read once: no child (the native shim, a task) inherits it.
 	_ = os.Unsetenv(aclTokenEnv)
 	startMemProfiler(logger)
+	startCPUProfiler(logger)
 	a, err := agent.New(cfg, logger)
 	if err != nil {
 		c.Ui.Error(fmt.Sprintf("Error starting agent: %v", err))

@@ -31,8 +31,8 @@ func (c *EventStreamCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: gpulayer event stream [options]
 
-  Streams changes to jobs, allocations, nodes and evaluations, one line per
-  event, until Ctrl-C. Each line shows the Raft index, the topic, the event
+  Streams changes to jobs, allocations, nodes, evaluations, deployments,
+  services and endpoint aliases, one line per event, until Ctrl-C. Each line shows the Raft index, the topic, the event
   type, the object's ID and a short summary. To resume after an
   interruption without missing or repeating an event, pass the last index
   printed as -index.
@@ -46,7 +46,7 @@ Stream Options:
     Only events of this topic (Job, Allocation, Node, Evaluation,
     Deployment, Service, EndpointAlias or *), optionally only for one
     key: an object ID, the job ID of allocations and evaluations, or an
-    alias's name or endpoint. Repeat for several.
+    alias's name, endpoint or job ID. Repeat for several.
 
   -json
     Print each batch of events as one line of JSON, as the API sends it.
@@ -134,8 +134,14 @@ func formatEvent(e *api.Event) string {
 		}
 	case api.TopicEndpointAlias:
 		var a api.EndpointAlias
+		// A demotion's payload is the alias as it was: it no longer
+		// resolves to that endpoint, so it is not drawn as "->".
 		if json.Unmarshal(e.Payload["EndpointAlias"], &a) == nil {
-			summary = fmt.Sprintf("-> endpoint %s (job %s), by %s", a.Endpoint, a.JobID, a.PromotedBy)
+			if e.Type == api.EventEndpointAliasDemoted {
+				summary = fmt.Sprintf("removed from endpoint %s (job %s)", a.Endpoint, a.JobID)
+			} else {
+				summary = fmt.Sprintf("-> endpoint %s (job %s), by %s", a.Endpoint, a.JobID, a.PromotedBy)
+			}
 		}
 	}
 	id := e.Key

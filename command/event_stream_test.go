@@ -86,6 +86,22 @@ func TestEventStreamCommand(t *testing.T) {
 	}
 }
 
+// TestFormatEventEndpointAlias: a promotion reads as where the alias now
+// resolves, a demotion as where it was removed from (not as "->").
+func TestFormatEventEndpointAlias(t *testing.T) {
+	payload := json.RawMessage(`{"Name":"llm.primary","Endpoint":"llm-small","JobID":"endpoint-native","PromotedBy":"anonymous"}`)
+	for typ, want := range map[string]string{
+		api.EventEndpointAliasPromoted: "17     EndpointAlias EndpointAliasPromoted llm.primary -> endpoint llm-small (job endpoint-native), by anonymous",
+		api.EventEndpointAliasDemoted:  "17     EndpointAlias EndpointAliasDemoted llm.primary removed from endpoint llm-small (job endpoint-native)",
+	} {
+		e := &api.Event{Topic: api.TopicEndpointAlias, Type: typ, Key: "llm.primary", Index: 17,
+			Payload: map[string]json.RawMessage{"EndpointAlias": payload}}
+		if got := formatEvent(e); got != want {
+			t.Errorf("%s:\n got %q\nwant %q", typ, got, want)
+		}
+	}
+}
+
 func TestNodeStatusVerboseListsGPUs(t *testing.T) {
 	ts := observabilityAPI(t, func(w http.ResponseWriter, r *http.Request) {})
 	r := runCmd(t, ts.URL, "node", "status", "-verbose")

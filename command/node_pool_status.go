@@ -19,9 +19,10 @@ Usage: gpulayer node pool status [options] [NAME]
 
   Shows a node pool's provisioning: its nodes (idle, busy, draining, down,
   or joining: the host exists, its node has not registered), the pending
-  provision requests, the last scaling decisions and why, and the failed
-  provider calls with their errors. Without NAME, one line per pool that
-  has a scaling policy. Needs node read rights.
+  provision requests, the last scaling decisions and why, the failed
+  provider calls with their errors, and the blocked work the pool makes no
+  hosts for (Waiting) and why. Without NAME, one line per pool that has a
+  scaling policy, with how many such reasons it has. Needs node read rights.
 ` + generalOptions + jsonOption)
 }
 
@@ -85,9 +86,9 @@ func (c *NodePoolStatusCommand) Run(args []string) int {
 			last = st.Decisions[0].Reason
 		}
 		rows = append(rows, []string{st.Pool.Name, s.Provider, strconv.Itoa(st.Hosts), fmt.Sprintf("%d-%d", s.Min, s.Max),
-			strconv.Itoa(len(st.Pending)), strconv.Itoa(len(st.Failed)), last})
+			strconv.Itoa(len(st.Pending)), strconv.Itoa(len(st.Failed)), strconv.Itoa(len(st.Waiting)), last})
 	}
-	c.Meta.UI.Output(table([]string{"Name", "Provider", "Hosts", "Min-Max", "Pending", "Failed", "Last Decision"}, rows))
+	c.Meta.UI.Output(table([]string{"Name", "Provider", "Hosts", "Min-Max", "Pending", "Failed", "Waiting", "Last Decision"}, rows))
 	return 0
 }
 

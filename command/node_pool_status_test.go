@@ -45,7 +45,7 @@ func TestNodePoolStatus(t *testing.T) {
 		}
 	}
 	res = runCmd(t, ts.URL, "node", "pool", "status")
-	if res.code != 0 || !strings.Contains(res.out, "gpu   docker    2      0-4      1        1       3 blocked evals need nvidia/gpu x 1: +3") {
+	if res.code != 0 || !strings.Contains(res.out, "gpu   docker    2      0-4      1        1       1        3 blocked evals need nvidia/gpu x 1: +3") {
 		t.Fatalf("summary (code %d):\n%s%s", res.code, res.out, res.err)
 	}
 	if res := runCmd(t, ts.URL, "node", "pool", "status", "nope"); res.code != 1 || !strings.Contains(res.err, "nope") {

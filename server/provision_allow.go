@@ -27,9 +27,16 @@ func (pc *ProvisionConfig) checkPoolProvider(p *structs.NodePool) error {
 		if slices.Contains(list, v) {
 			return nil
 		}
+		// The count, not the entries: what the server may run is its
+		// operator's to know; the pool writer learns only that this one
+		// is not among them.
 		why := "lists none"
-		if len(list) > 0 {
-			why = fmt.Sprintf("lists %d, not this one", len(list))
+		switch len(list) {
+		case 0:
+		case 1:
+			why = "lists 1 entry, and this is not it"
+		default:
+			why = fmt.Sprintf("lists %d entries, and this is none of them", len(list))
 		}
 		return fmt.Errorf("%w: node pool %q: scaling: config %q: %q is not allowed: the server's agent config (server.%s) %s",
 			structs.ErrInvalid, p.Name, key, truncateForError(v), setting, why)

@@ -66,7 +66,7 @@ func TestPoolProviderProgramsComeFromServerConfig(t *testing.T) {
 		t.Fatalf("listed command: %v", err)
 	}
 	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{execPool("rce", "/bin/sh")}); !errors.Is(err, structs.ErrInvalid) ||
-		!strings.Contains(err.Error(), `"/bin/sh"`) {
+		!strings.Contains(err.Error(), `"/bin/sh" is not allowed: the server's agent config (server.provision_exec_commands) lists 1 entry, and this is not it`) {
 		t.Fatalf("unlisted command: %v", err)
 	}
 	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{{Name: "img", Scaling: &structs.PoolScalingPolicy{Provider: "docker", Max: 1,
@@ -95,7 +95,7 @@ func TestPoolProviderProgramsComeFromServerConfig(t *testing.T) {
 		t.Fatalf("listed pass_env: %v", err)
 	}
 	if _, err := le.UpsertNodePools(ctx, []*structs.NodePool{passEnv("HOME,AWS_SECRET_ACCESS_KEY")}); !errors.Is(err, structs.ErrInvalid) ||
-		!strings.Contains(err.Error(), `"AWS_SECRET_ACCESS_KEY" is not allowed`) {
+		!strings.Contains(err.Error(), `"AWS_SECRET_ACCESS_KEY" is not allowed: the server's agent config (server.provision_exec_pass_env) lists 2 entries, and this is none of them`) {
 		t.Fatalf("unlisted pass_env: %v", err)
 	}
 	// A pool without a scaling policy has no provider config to check.

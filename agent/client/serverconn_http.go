@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -53,12 +55,19 @@ type HTTPServerConnConfig struct {
 	// in X-Nomad-Token on node registration; with ACLs on, registering
 	// needs a token with node write rights. Empty sends none.
 	RegisterToken string
+	// JSONOnly keeps the node routes in JSON. Otherwise they ask for
+	// structs.ContentTypeNodeMsgpack answers and, to a server that has
+	// answered in it, send their bodies in it too (a server that does not
+	// speak it answers JSON, and keeps getting JSON).
+	JSONOnly bool
 }
 
 // HTTPServerConn is the ServerConn of a client agent without a local
-// server: it speaks the node routes of the JSON API (PUT /v1/node/register,
-// PUT /v1/node/{id}/heartbeat, GET and POST /v1/node/{id}/allocations) to a
-// list of servers. Like Nomad's client rotating its server list, it sends
+// server: it speaks the node routes of the HTTP API (PUT /v1/node/register,
+// PUT /v1/node/{id}/heartbeat, GET and POST /v1/node/{id}/allocations, the
+// client-allocs pair) to a list of servers, in msgpack
+// (structs.ContentTypeNodeMsgpack) with servers that answer in it and in
+// JSON otherwise (see HTTPServerConnConfig.JSONOnly). Like Nomad's client rotating its server list, it sends
 // every call to the server that answered last and, when that one is
 // unreachable or answers 5xx (no leader, not the leader, shutting down),
 // moves on to the next server in the list and retries the call there, each
@@ -73,6 +82,11 @@ type HTTPServerConn struct {
 
 	// registerToken is sent in X-Nomad-Token on node registration.
 	registerToken string
+	// jsonOnly is HTTPServerConnConfig.JSONOnly.
+	jsonOnly bool
+	// msgpack holds, by server index, whether that server has answered a
+	// node route in structs.ContentTypeNodeMsgpack.
+	msgpack []atomic.Bool
 
 	mu      sync.Mutex
 	current int
@@ -103,6 +117,7 @@ func NewHTTPServerConn(cfg HTTPServerConnConfig) (*HTTPServerConn, error) {
 		secrets: map[string]string{},
 
 		registerToken: cfg.RegisterToken,
+		jsonOnly:      cfg.JSONOnly,
 	}
 	for i, s := range cfg.Servers {
 		u, err := ParseServerAddr(s)
@@ -115,6 +130,7 @@ func NewHTTPServerConn(cfg HTTPServerConnConfig) (*HTTPServerConn, error) {
 		}
 		c.servers = append(c.servers, u)
 	}
+	c.msgpack = make([]atomic.Bool, len(c.servers))
 	if c.http == nil {
 		c.http = &http.Client{}
 		if cfg.TLS != nil {
@@ -188,7 +204,7 @@ func (c *HTTPServerConn) NodeRegister(ctx context.Context, node *structs.Node) (
 	c.mu.Unlock()
 	var out structs.NodeHeartbeatHTTPResponse
 	body := structs.NodeRegisterHTTPRequest{Node: node, SecretID: node.SecretID}
-	if _, err := c.call(ctx, http.MethodPut, "/v1/node/register", nil, node.ID, body, &out, 0); err != nil {
+	if _, err := c.callNode(ctx, http.MethodPut, "/v1/node/register", nil, node.ID, body, &out, 0); err != nil {
 		return 0, fmt.Errorf("node register: %w", err)
 	}
 	return out.HeartbeatTTL, nil
@@ -209,7 +225,7 @@ func (c *HTTPServerConn) NodeHeartbeatGPUs(ctx context.Context, nodeID, status s
 	var out structs.NodeHeartbeatHTTPResponse
 	path := "/v1/node/" + url.PathEscape(nodeID) + "/heartbeat"
 	body := structs.NodeHeartbeatHTTPRequest{Status: status, GPUs: gpus}
-	if _, err := c.call(ctx, http.MethodPut, path, nil, nodeID, body, &out, 0); err != nil {
+	if _, err := c.callNode(ctx, http.MethodPut, path, nil, nodeID, body, &out, 0); err != nil {
 		return 0, fmt.Errorf("node heartbeat: %w", err)
 	}
 	return out.HeartbeatTTL, nil
@@ -240,7 +256,7 @@ func (c *HTTPServerConn) NodeAllocations(ctx context.Context, nodeID string, q *
 	}
 	var out []*structs.Allocation
 	path := "/v1/node/" + url.PathEscape(nodeID) + "/allocations"
-	h, err := c.call(ctx, http.MethodGet, path, params, nodeID, nil, &out, wait)
+	h, err := c.callNode(ctx, http.MethodGet, path, params, nodeID, nil, &out, wait)
 	if err != nil {
 		return nil, structs.QueryMeta{}, fmt.Errorf("node allocations: %w", err)
 	}
@@ -258,7 +274,7 @@ func (c *HTTPServerConn) NodeClientAllocs(ctx context.Context, nodeID string, q 
 	params, wait := queryParams(q)
 	var out structs.NodeClientAllocsHTTPResponse
 	path := "/v1/node/" + url.PathEscape(nodeID) + "/client-allocs"
-	h, err := c.call(ctx, http.MethodGet, path, params, nodeID, nil, &out, wait)
+	h, err := c.callNode(ctx, http.MethodGet, path, params, nodeID, nil, &out, wait)
 	if err != nil {
 		return nil, structs.QueryMeta{}, fmt.Errorf("node client allocations: %w", err)
 	}
@@ -271,7 +287,7 @@ func (c *HTTPServerConn) NodeFetchAllocs(ctx context.Context, nodeID string, ids
 	params, _ := queryParams(q)
 	var out structs.NodeFetchAllocsHTTPResponse
 	path := "/v1/node/" + url.PathEscape(nodeID) + "/client-allocs/fetch"
-	h, err := c.call(ctx, http.MethodPost, path, params, nodeID, structs.NodeFetchAllocsHTTPRequest{AllocIDs: ids}, &out, 0)
+	h, err := c.callNode(ctx, http.MethodPost, path, params, nodeID, structs.NodeFetchAllocsHTTPRequest{AllocIDs: ids}, &out, 0)
 	if err != nil {
 		return nil, structs.QueryMeta{}, fmt.Errorf("node fetch allocations: %w", err)
 	}
@@ -330,8 +346,8 @@ func (c *HTTPServerConn) UpdateAllocs(ctx context.Context, allocs []*structs.All
 	}
 	for _, nodeID := range order {
 		path := "/v1/node/" + url.PathEscape(nodeID) + "/allocations"
-		body := structs.NodeUpdateAllocsHTTPRequest{Allocs: byNode[nodeID]}
-		if _, err := c.call(ctx, http.MethodPost, path, nil, nodeID, body, nil, 0); err != nil {
+		body := newAllocUpdatesWire(byNode[nodeID])
+		if _, err := c.callNode(ctx, http.MethodPost, path, nil, nodeID, body, nil, 0); err != nil {
 			return fmt.Errorf("update allocs: %w", err)
 		}
 	}
@@ -344,13 +360,20 @@ func (c *HTTPServerConn) UpdateAllocs(ctx context.Context, allocs []*structs.All
 // last error: a 4xx answer at once (it would be the same elsewhere),
 // wrapping the structs sentinel for its code.
 func (c *HTTPServerConn) call(ctx context.Context, method, path string, params url.Values, nodeID string, body, out interface{}, wait time.Duration) (http.Header, error) {
-	var payload []byte
-	if body != nil {
-		var err error
-		if payload, err = json.Marshal(body); err != nil {
-			return nil, fmt.Errorf("encode request: %w", err)
-		}
-	}
+	return c.callAs(ctx, false, method, path, params, nodeID, body, out, wait)
+}
+
+// callNode is call for the node routes that speak
+// structs.ContentTypeNodeMsgpack (agent/http client_routes_wire.go):
+// unless the connection is JSONOnly, it asks for msgpack answers and
+// sends msgpack bodies to a server that has answered in it.
+func (c *HTTPServerConn) callNode(ctx context.Context, method, path string, params url.Values, nodeID string, body, out interface{}, wait time.Duration) (http.Header, error) {
+	return c.callAs(ctx, !c.jsonOnly, method, path, params, nodeID, body, out, wait)
+}
+
+// callAs is call, with msgpack negotiated when binary is set.
+func (c *HTTPServerConn) callAs(ctx context.Context, binary bool, method, path string, params url.Values, nodeID string, body, out interface{}, wait time.Duration) (http.Header, error) {
+	pl := &payloads{body: body}
 	c.mu.Lock()
 	start := c.current
 	secret := c.secrets[nodeID]
@@ -364,7 +387,19 @@ func (c *HTTPServerConn) call(ctx context.Context, method, path string, params u
 		if wait > 0 {
 			rctx, release = c.trackPoll(ctx, idx)
 		}
-		h, retry, err := c.try(rctx, c.servers[idx], method, path, params, secret, payload, out, wait)
+		w := wireJSON
+		if binary {
+			w = wireAccept
+			if c.msgpack[idx].Load() {
+				w = wireMsgpack
+			}
+		}
+		payload, err := pl.get(w == wireMsgpack)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		h, retry, err := c.try(rctx, idx, method, path, params, secret, payload, w, out, wait)
 		release()
 		next := (idx + 1) % n
 		if err == nil {
@@ -444,7 +479,8 @@ func (c *HTTPServerConn) cutPolls(idx int) {
 
 // try sends one request to one server. retry reports whether another
 // server might answer differently (transport error, 5xx).
-func (c *HTTPServerConn) try(ctx context.Context, base *url.URL, method, path string, params url.Values, secret string, payload []byte, out interface{}, wait time.Duration) (http.Header, bool, error) {
+func (c *HTTPServerConn) try(ctx context.Context, idx int, method, path string, params url.Values, secret string, payload []byte, w wire, out interface{}, wait time.Duration) (http.Header, bool, error) {
+	base := c.servers[idx]
 	rctx, cancel := context.WithTimeout(ctx, c.timeout+wait)
 	defer cancel()
 	u := *base
@@ -459,7 +495,14 @@ func (c *HTTPServerConn) try(ctx context.Context, base *url.URL, method, path st
 		return nil, false, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	if payload != nil {
-		req.Header.Set("Content-Type", "application/json")
+		if w == wireMsgpack {
+			req.Header.Set("Content-Type", structs.ContentTypeNodeMsgpack)
+		} else {
+			req.Header.Set("Content-Type", "application/json")
+		}
+	}
+	if w != wireJSON {
+		req.Header.Set("Accept", structs.ContentTypeNodeMsgpack+", application/json")
 	}
 	if secret != "" {
 		req.Header.Set(structs.HeaderNodeSecret, secret)
@@ -483,6 +526,20 @@ func (c *HTTPServerConn) try(ctx context.Context, base *url.URL, method, path st
 		}
 		err := fmt.Errorf("%s %s%s: %d: %w", method, base.Host, path, resp.StatusCode, statusSentinel(resp.StatusCode, msg))
 		return nil, resp.StatusCode >= 500, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == structs.ContentTypeNodeMsgpack {
+		c.msgpack[idx].Store(true)
+		if out != nil {
+			if err := decodeMsgpackAnswer(resp.Body, out); err != nil {
+				return nil, true, fmt.Errorf("%s %s%s: decode answer: %w", method, base.Host, path, err)
+			}
+		}
+		return resp.Header, false, nil
+	}
+	if w != wireJSON {
+		// Asked for msgpack and answered in JSON: this server does not
+		// speak it (any more); send it JSON bodies.
+		c.msgpack[idx].Store(false)
 	}
 	if out != nil {
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {

@@ -85,14 +85,14 @@ type StateHashResponse struct {
 func (h *handler) nodeRoutes() {
 	if ns, ok := h.srv.(NodeServer); ok {
 		n := &nodeRoutes{h: h, ns: ns}
-		h.handle("PUT /v1/node/register", n.register)
-		h.handle("PUT /v1/node/{id}/heartbeat", n.heartbeat)
-		h.handle("GET /v1/node/{id}/allocations", n.allocations)
-		h.handle("POST /v1/node/{id}/allocations", n.updateAllocs)
+		n.handle("PUT /v1/node/register", n.register)
+		n.handle("PUT /v1/node/{id}/heartbeat", n.heartbeat)
+		n.handle("GET /v1/node/{id}/allocations", n.allocations)
+		n.handle("POST /v1/node/{id}/allocations", n.updateAllocs)
 		if cs, ok := h.srv.(NodeChangesServer); ok {
 			n.cs = cs
-			h.handle("GET /v1/node/{id}/client-allocs", n.clientAllocs)
-			h.handle("POST /v1/node/{id}/client-allocs/fetch", n.fetchAllocs)
+			n.handle("GET /v1/node/{id}/client-allocs", n.clientAllocs)
+			n.handle("POST /v1/node/{id}/client-allocs/fetch", n.fetchAllocs)
 		}
 	}
 	if sh, ok := h.srv.(StateHasher); ok {
@@ -181,7 +181,7 @@ func (n *nodeRoutes) authorize(r *http.Request, nodeID string) error {
 // the header, when sent, must agree).
 func (n *nodeRoutes) register(w http.ResponseWriter, r *http.Request) (interface{}, error) {
 	var req structs.NodeRegisterHTTPRequest
-	if err := n.h.decodeBody(w, r, &req); err != nil {
+	if err := n.decode(w, r, &req); err != nil {
 		return nil, err
 	}
 	switch {
@@ -211,7 +211,7 @@ func (n *nodeRoutes) register(w http.ResponseWriter, r *http.Request) (interface
 func (n *nodeRoutes) heartbeat(w http.ResponseWriter, r *http.Request) (interface{}, error) {
 	id := r.PathValue("id")
 	var req structs.NodeHeartbeatHTTPRequest
-	if err := n.h.decodeBody(w, r, &req); err != nil {
+	if err := n.decode(w, r, &req); err != nil {
 		return nil, err
 	}
 	if req.Status == "" {
@@ -283,7 +283,7 @@ func (n *nodeRoutes) clientAllocs(w http.ResponseWriter, r *http.Request) (inter
 func (n *nodeRoutes) fetchAllocs(w http.ResponseWriter, r *http.Request) (interface{}, error) {
 	id := r.PathValue("id")
 	var req structs.NodeFetchAllocsHTTPRequest
-	if err := n.h.decodeBody(w, r, &req); err != nil {
+	if err := n.decode(w, r, &req); err != nil {
 		return nil, err
 	}
 	if err := req.Validate(); err != nil {
@@ -310,7 +310,7 @@ func (n *nodeRoutes) fetchAllocs(w http.ResponseWriter, r *http.Request) (interf
 func (n *nodeRoutes) updateAllocs(w http.ResponseWriter, r *http.Request) (interface{}, error) {
 	id := r.PathValue("id")
 	var req structs.NodeUpdateAllocsHTTPRequest
-	if err := n.h.decodeBody(w, r, &req); err != nil {
+	if err := n.decode(w, r, &req); err != nil {
 		return nil, err
 	}
 	for i, a := range req.Allocs {

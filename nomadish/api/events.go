@@ -27,6 +27,13 @@ const (
 	TopicAll           = "*"
 )
 
+// Event types of TopicEndpointAlias: a promotion (or a move to another
+// endpoint) and a demotion, whose payload is the alias as it was.
+const (
+	EventEndpointAliasPromoted = "EndpointAliasPromoted"
+	EventEndpointAliasDemoted  = "EndpointAliasDemoted"
+)
+
 // Event is one state change: Topic, Type (such as "AllocationUpdated"),
 // Key (the object's ID), FilterKeys (an allocation's job and node IDs, an
 // evaluation's job ID), the Raft Index, and the object after the change

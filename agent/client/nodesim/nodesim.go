@@ -62,6 +62,9 @@ type Config struct {
 	// answered by the leader with every allocation of the node and its
 	// job. For before/after measurements.
 	FullPoll bool
+	// JSONOnly keeps the node routes in JSON (client.HTTPServerConnConfig
+	// JSONOnly), for before/after measurements of their msgpack encoding.
+	JSONOnly bool
 }
 
 // Stats are the fleet's counters so far.
@@ -122,7 +125,7 @@ func Start(ctx context.Context, cfg Config) (*Fleet, error) {
 	}
 	conn, err := client.NewHTTPServerConn(client.HTTPServerConnConfig{
 		Servers: cfg.Servers, HTTPClient: &http.Client{Transport: tr}, RegisterToken: cfg.RegisterToken,
-		RequestTimeout: 30 * time.Second,
+		RequestTimeout: 30 * time.Second, JSONOnly: cfg.JSONOnly,
 	})
 	if err != nil {
 		return nil, err
