@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/gpulayer/gpulayer/structs"
@@ -93,5 +94,40 @@ func TestNodeRoutesRefuseBeforeDecoding(t *testing.T) {
 	}
 	if code := send("PUT", "/v1/node/node-1/heartbeat", "s3cret", []byte{0xde, 0xff}); code != http.StatusBadRequest {
 		t.Errorf("the node's own malformed heartbeat = %d, want 400", code)
+	}
+}
+
+// TestMsgpackOnlyOnNodeRoutes (hostile17): a route other than the node
+// routes reads JSON whatever the Content-Type says: a msgpack job body
+// sent to PUT /v1/jobs is a 400 that registers nothing, and an Accept
+// naming msgpack still gets JSON. The attack held.
+func TestMsgpackOnlyOnNodeRoutes(t *testing.T) {
+	fs, _, ts := fixture(t)
+	job := &structs.Job{ID: "wire-job", Name: "wire-job", Type: "batch", TaskGroups: []*structs.TaskGroup{{Name: "g", Count: 1,
+		Tasks: []*structs.Task{{Name: "t", Driver: "native"}}}}}
+	body := mustWire(t, map[string]interface{}{"Job": job})
+	req, err := http.NewRequest("PUT", ts.URL+"/v1/jobs", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", structs.ContentTypeNodeMsgpack)
+	req.Header.Set("Accept", structs.ContentTypeNodeMsgpack)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("msgpack job body = %d %q, want a JSON 400", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	fs.mu.Lock()
+	registered := fs.lastJob
+	fs.mu.Unlock()
+	if registered != nil {
+		t.Fatalf("a msgpack body registered job %q", registered.ID)
+	}
+	code, raw, hdr := nodeWireReq(t, "GET", ts.URL+"/v1/jobs", nil)
+	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") || !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
+		t.Fatalf("GET /v1/jobs asking for msgpack = %d %q %.40q, want JSON", code, hdr.Get("Content-Type"), raw)
 	}
 }
