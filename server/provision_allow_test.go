@@ -2,12 +2,14 @@ package server_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/gpulayer/gpulayer/server"
+	provexec "github.com/gpulayer/gpulayer/server/provision/exec"
 	"github.com/gpulayer/gpulayer/server/servertest"
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -99,5 +101,49 @@ func TestPoolProviderProgramsComeFromServerConfig(t *testing.T) {
 	// A pool without a scaling policy has no provider config to check.
 	if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{{Name: "static"}}); err != nil {
 		t.Fatalf("static pool: %v", err)
+	}
+}
+
+// TestPoolPassEnvAllowListBypass (hostile17): with only HOME listed in
+// server.provision_exec_pass_env, no spelling of pass_env gets another
+// server variable to the provider program: another case, inner
+// whitespace or other separators are refused, and what is accepted
+// (padding, empty entries, duplicates) makes the provider pass HOME alone.
+func TestPoolPassEnvAllowListBypass(t *testing.T) {
+	dir := t.TempDir()
+	allowed := filepath.Join(dir, "cloud-provider")
+	if err := os.WriteFile(allowed, []byte("#!/bin/sh\necho '{}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := servertest.NewServer(t, servertest.WithConfig(func(c *server.Config) {
+		c.Provision.ExecCommands = []string{allowed}
+		c.Provision.ExecPassEnv = []string{"HOME"}
+	}))
+	ctx := ctxT(t)
+	for i, v := range []string{"home", "Home", "HOME,home", "HOME AWS_SECRET", "HOME;AWS_SECRET", "HOME:AWS_SECRET",
+		"HOME,\tAWS_SECRET", "HOME\nAWS_SECRET", "HOME,AWS_SECRET,HOME", "HOME=x", "HOME\x00", "GPULAYER_JOIN_TOKEN"} {
+		p := execPool(fmt.Sprintf("refused-%d", i), allowed)
+		p.Scaling.ProviderConfig["pass_env"] = v
+		if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{p}); !errors.Is(err, structs.ErrInvalid) {
+			t.Errorf("pass_env %q accepted (%v)", v, err)
+		}
+	}
+	for i, v := range []string{" HOME ", ",,HOME,", "HOME,HOME", "\tHOME\n,", ""} {
+		p := execPool(fmt.Sprintf("accepted-%d", i), allowed)
+		p.Scaling.ProviderConfig["pass_env"] = v
+		if _, err := s.UpsertNodePools(ctx, []*structs.NodePool{p}); err != nil {
+			t.Errorf("pass_env %q: %v", v, err)
+			continue
+		}
+		cfg, err := provexec.ParseConfig(p.Scaling.ProviderConfig)
+		if err != nil {
+			t.Errorf("pass_env %q: the provider refuses what the server accepted: %v", v, err)
+			continue
+		}
+		for _, n := range cfg.PassEnv {
+			if n != "HOME" {
+				t.Errorf("pass_env %q: the provider passes %q", v, n)
+			}
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"unique"
+	"unsafe"
 
 	"github.com/gpulayer/gpulayer/structs"
 )
@@ -57,6 +58,7 @@ func compactPlacedAlloc(a *structs.Allocation) {
 		return
 	}
 	tasks := a.AllocatedResources.Tasks
+	var rekey []string
 	for name, tr := range tasks {
 		if tr != nil {
 			for _, d := range tr.Devices {
@@ -65,11 +67,17 @@ func compactPlacedAlloc(a *structs.Allocation) {
 				}
 			}
 		}
-		if in := intern(name); in != name {
-			// Same key: the map keeps the canonical string instead.
-			delete(tasks, name)
-			tasks[in] = tr
+		// The interned copy always equals name by content: whether the
+		// key is that copy is a question of its bytes.
+		if in := intern(name); unsafe.StringData(in) != unsafe.StringData(name) {
+			rekey = append(rekey, in)
 		}
+	}
+	for _, in := range rekey {
+		// Same key: the map keeps the canonical string instead.
+		tr := tasks[in]
+		delete(tasks, in)
+		tasks[in] = tr
 	}
 }
 

@@ -101,3 +101,34 @@ func TestCompactPlacedAllocSharesJobStrings(t *testing.T) {
 		t.Fatalf("devices: %#v %#v", da, db)
 	}
 }
+
+// TestCompactPlacedAllocSharesTaskNameKeys (hostile17): the task names
+// keying AllocatedResources.Tasks are meant to be swapped for their
+// interned copy; comparing the interned string with the key by content
+// (always equal) left every allocation its own decoded key.
+func TestCompactPlacedAllocSharesTaskNameKeys(t *testing.T) {
+	mk := func() *structs.Allocation {
+		return &structs.Allocation{ID: "a", AllocatedResources: &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+			strings.Clone("trainer"): {CPU: 1}, strings.Clone("sidecar"): {CPU: 2}}}}
+	}
+	a, b := mk(), mk()
+	compactPlacedAlloc(a)
+	compactPlacedAlloc(b)
+	for ka, ta := range a.AllocatedResources.Tasks {
+		found := false
+		for kb := range b.AllocatedResources.Tasks {
+			if kb == ka {
+				found = true
+				if !sameString(ka, kb) {
+					t.Errorf("task key %q not shared between the two allocations", ka)
+				}
+			}
+		}
+		if !found || ta == nil || len(a.AllocatedResources.Tasks) != 2 {
+			t.Fatalf("tasks after compaction: %v", a.AllocatedResources.Tasks)
+		}
+	}
+	if a.AllocatedResources.Tasks["trainer"].CPU != 1 || a.AllocatedResources.Tasks["sidecar"].CPU != 2 {
+		t.Fatalf("task resources moved: %+v", a.AllocatedResources.Tasks)
+	}
+}

@@ -177,8 +177,18 @@ type NodePoolStatus struct {
 	Failed []*ProvisionRequest
 	// Waiting says why blocked work of the pool gets no new hosts (a
 	// group the shape cannot place, a gang larger than Max leaves room
-	// for, demand beyond Max), one line each, at most MaxPoolDecisions.
-	Waiting []string `json:",omitempty"`
+	// for, demand beyond Max), one line each of at most
+	// MaxProvisionReasonLen bytes, at most MaxPoolDecisions.
+	Waiting []PoolWait `json:",omitempty"`
+}
+
+// PoolWait is one line of NodePoolStatus.Waiting.
+type PoolWait struct {
+	// Namespace is the namespace of the job the line names, so a reader
+	// shows it only to who may list that namespace's jobs; empty for a
+	// line that names no job.
+	Namespace string `json:",omitempty"`
+	Reason    string
 }
 
 // NodePoolStatusNode is one node (or joining host) of a pool.

@@ -210,15 +210,17 @@ func (n *nodeRoutes) register(w http.ResponseWriter, r *http.Request) (interface
 // heartbeat handles PUT /v1/node/{id}/heartbeat.
 func (n *nodeRoutes) heartbeat(w http.ResponseWriter, r *http.Request) (interface{}, error) {
 	id := r.PathValue("id")
+	// The secret first: the body of a caller that is not the node is
+	// never decoded (see updateAllocs).
+	if err := n.authorize(r, id); err != nil {
+		return nil, err
+	}
 	var req structs.NodeHeartbeatHTTPRequest
 	if err := n.decode(w, r, &req); err != nil {
 		return nil, err
 	}
 	if req.Status == "" {
 		return nil, badRequest("Status: must not be empty")
-	}
-	if err := n.authorize(r, id); err != nil {
-		return nil, err
 	}
 	if err := structs.ValidateGPUUsage(req.GPUs); err != nil {
 		return nil, err // wraps structs.ErrInvalid: 400 naming the field
@@ -282,6 +284,9 @@ func (n *nodeRoutes) clientAllocs(w http.ResponseWriter, r *http.Request) (inter
 // without their jobs, each job version once.
 func (n *nodeRoutes) fetchAllocs(w http.ResponseWriter, r *http.Request) (interface{}, error) {
 	id := r.PathValue("id")
+	if err := n.authorize(r, id); err != nil {
+		return nil, err
+	}
 	var req structs.NodeFetchAllocsHTTPRequest
 	if err := n.decode(w, r, &req); err != nil {
 		return nil, err
@@ -291,9 +296,6 @@ func (n *nodeRoutes) fetchAllocs(w http.ResponseWriter, r *http.Request) (interf
 	}
 	q, err := parseQueryOptions(r)
 	if err != nil {
-		return nil, err
-	}
-	if err := n.authorize(r, id); err != nil {
 		return nil, err
 	}
 	out, meta, err := n.cs.NodeFetchAllocs(r.Context(), id, req.AllocIDs, q)
@@ -309,6 +311,12 @@ func (n *nodeRoutes) fetchAllocs(w http.ResponseWriter, r *http.Request) (interf
 // only its own allocations.
 func (n *nodeRoutes) updateAllocs(w http.ResponseWriter, r *http.Request) (interface{}, error) {
 	id := r.PathValue("id")
+	// The secret before the body: a 1 MiB body of empty msgpack maps
+	// decodes into about a million Allocations (some 450 MiB), which
+	// only the node itself may make the server build.
+	if err := n.authorize(r, id); err != nil {
+		return nil, err
+	}
 	var req structs.NodeUpdateAllocsHTTPRequest
 	if err := n.decode(w, r, &req); err != nil {
 		return nil, err
@@ -322,9 +330,6 @@ func (n *nodeRoutes) updateAllocs(w http.ResponseWriter, r *http.Request) (inter
 		case a.NodeID != "" && a.NodeID != id:
 			return nil, badRequest("Allocs[%d].NodeID: %q is not node %q", i, a.NodeID, id)
 		}
-	}
-	if err := n.authorize(r, id); err != nil {
-		return nil, err
 	}
 	// A node may only report allocations placed on it. This runs on the
 	// leader (the route is forwarded), whose state holds every committed

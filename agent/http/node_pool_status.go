@@ -16,7 +16,8 @@ import (
 //	                                 last decisions, failed provider calls;
 //	                                 blocking
 //
-// ACL: node read, as the other pool reads.
+// ACL: node read, as the other pool reads; a Waiting line naming a job
+// shows only to a token that may list its namespace's jobs.
 type NodePoolStatusServer interface {
 	NodePoolStatus(ctx context.Context, name string, q *structs.QueryOptions) (*structs.NodePoolStatus, structs.QueryMeta, error)
 }
@@ -39,6 +40,28 @@ func (h *handler) nodePoolStatusRoutes() {
 			return nil, err
 		}
 		setMeta(w, meta)
-		return convert.NodePoolStatusFromStructs(st), nil
+		return convert.NodePoolStatusFromStructs(waitingVisible(r, st)), nil
 	})
+}
+
+// waitingVisible returns st without the Waiting lines that name a job of
+// a namespace the caller may not list jobs of (the pool's jobs route hides
+// those jobs the same way); lines naming no job stay. st itself is not
+// changed: the copy is shallow but for Waiting.
+func waitingVisible(r *http.Request, st *structs.NodePoolStatus) *structs.NodePoolStatus {
+	if st == nil || len(st.Waiting) == 0 {
+		return st
+	}
+	acl, _ := aclFrom(r)
+	if acl.IsManagement() {
+		return st
+	}
+	c := *st
+	c.Waiting = make([]structs.PoolWait, 0, len(st.Waiting))
+	for _, w := range st.Waiting {
+		if w.Namespace == "" || acl.AllowNamespaceOp(w.Namespace, structs.NamespaceCapabilityListJobs) {
+			c.Waiting = append(c.Waiting, w)
+		}
+	}
+	return &c
 }

@@ -49,7 +49,7 @@ func (u *ui) poolsPage(r *http.Request) (string, pageData, error) {
 		if err != nil {
 			return "", nil, err
 		}
-		v.Pools = append(v.Pools, st)
+		v.Pools = append(v.Pools, waitingVisible(r, st))
 	}
 	return "pools", v, nil
 }

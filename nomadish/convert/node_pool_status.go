@@ -26,7 +26,9 @@ func NodePoolStatusFromStructs(s *structs.NodePoolStatus) *api.NodePoolStatus {
 	for _, r := range s.Failed {
 		out.Failed = append(out.Failed, ProvisionRequestFromStructs(r))
 	}
-	out.Waiting = append([]string(nil), s.Waiting...)
+	for _, w := range s.Waiting {
+		out.Waiting = append(out.Waiting, w.Reason)
+	}
 	return out
 }
 

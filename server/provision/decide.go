@@ -80,8 +80,8 @@ type hostNeed struct {
 // both make hosts for it. Groups of a job of this very pool that the shape
 // cannot place (too many GPUs, another class or GPU model) are skipped,
 // since more hosts of this pool would not help, and each is named in
-// unserved.
-func blockedDemand(pool *structs.NodePool, evals []*structs.Evaluation, jobs map[string]*structs.Job, owners map[string]string) (needs []hostNeed, evalsByKey map[string]map[string]bool, unserved []string) {
+// unserved, with the job's namespace.
+func blockedDemand(pool *structs.NodePool, evals []*structs.Evaluation, jobs map[string]*structs.Job, owners map[string]string) (needs []hostNeed, evalsByKey map[string]map[string]bool, unserved []structs.PoolWait) {
 	shape := pool.Scaling.Shape
 	evalsByKey = map[string]map[string]bool{}
 	for _, e := range blockedInOrder(evals) {
@@ -108,7 +108,8 @@ func blockedDemand(pool *structs.NodePool, evals []*structs.Evaluation, jobs map
 			key, perHost, why := fitShape(tg, shape)
 			if why != "" {
 				if job.NodePool != structs.NodePoolAll {
-					unserved = append(unserved, fmt.Sprintf("job %.80q group %.80q %s: no host of this pool can place it", job.ID, tg.Name, why))
+					unserved = append(unserved, structs.PoolWait{Namespace: job.Namespace,
+						Reason: fmt.Sprintf("job %.80q group %.80q %s: no host of this pool can place it", job.ID, tg.Name, why)})
 				}
 				continue
 			}

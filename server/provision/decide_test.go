@@ -2,11 +2,14 @@ package provision
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpulayer/gpulayer/internal/waittest"
+	"github.com/gpulayer/gpulayer/state/statetest"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -196,10 +199,14 @@ func TestPoolWaitingNamesWhatGetsNoHosts(t *testing.T) {
 	for range 5 {
 		h.blockJob("gpu", 1, 1, false) // 5 hosts wanted, 3 allowed
 	}
-	got, err := PoolWaiting(h.fsm.State(), pool)
+	waits, err := PoolWaiting(h.fsm.State(), pool)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if waits[0].Namespace != big.Namespace || waits[1].Namespace != "" || waits[2].Namespace != "" {
+		t.Fatalf("namespaces of the lines: %+v; want the job's on the line naming it only", waits)
+	}
+	got := waitReasons(waits)
 	want := []string{
 		`job "` + big.ID + `" group "web" asks 2 GPUs an allocation, a host of this pool has 1: no host of this pool can place it`,
 		"gang of 4 needs nvidia/gpu x 1 all at once: max 3 leaves room for 3",
@@ -214,10 +221,11 @@ func TestPoolWaitingNamesWhatGetsNoHosts(t *testing.T) {
 		t.Fatalf("requests = %d (%+v), want the 3 one-GPU hosts only", len(reqs), reqs)
 	}
 	// Once max is reached the gang's room is 0.
-	got, err = PoolWaiting(h.fsm.State(), pool)
+	waits, err = PoolWaiting(h.fsm.State(), pool)
 	if err != nil {
 		t.Fatal(err)
 	}
+	got = waitReasons(waits)
 	if len(got) != 3 || got[1] != "gang of 4 needs nvidia/gpu x 1 all at once: max 3 leaves room for 0" {
 		t.Fatalf("waiting after scale-up: %q", got)
 	}
@@ -252,5 +260,49 @@ func TestAnyPoolJobCountedByOnePool(t *testing.T) {
 	h.step(ctx)
 	if na, nb := len(h.requests("a-pool")), len(h.requests("b-pool")); na != 2 || nb != 1 {
 		t.Fatalf("three-GPU job in pool all: a-pool %d requests, b-pool %d; want 2 and 1", na, nb)
+	}
+}
+
+// waitReasons returns the reasons of ws.
+func waitReasons(ws []structs.PoolWait) []string {
+	out := make([]string, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w.Reason)
+	}
+	return out
+}
+
+// TestPoolWaitingLinesBounded (hostile17): a job's device name is only
+// bounded by the request body, and the reasons of demand held at max
+// quote it; each Waiting line stays within MaxProvisionReasonLen bytes,
+// and many blocked jobs give at most MaxPoolDecisions lines.
+func TestPoolWaitingLinesBounded(t *testing.T) {
+	pool := gpuPool("gpu", 0, 1)
+	h := newHarness(t, pool)
+	for i := range structs.MaxPoolDecisions + 5 {
+		job := statetest.BatchJob(1)
+		job.NodePool = "gpu"
+		// A vendor of 64 KiB: a distinct key (and so a distinct line)
+		// for each job.
+		job.TaskGroups[0].Tasks[0].Resources.Devices[0].Name = strings.Repeat("v", 64<<10) + fmt.Sprint(i) + "/gpu"
+		job.TaskGroups[0].Count = 2
+		job.TaskGroups[0].Gang = i%2 == 0
+		h.must(structs.JobRegisterRequestType, &structs.JobRegisterRequest{Job: job})
+		e := statetest.Eval(job)
+		e.Status = structs.EvalStatusBlocked
+		e.FailedTGAllocs = map[string]*structs.AllocMetric{"web": {CoalescedFailures: 1}}
+		h.must(structs.EvalUpdateRequestType, &structs.EvalUpdateRequest{Evals: []*structs.Evaluation{e}})
+	}
+	got, err := PoolWaiting(h.fsm.State(), pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) == 0 || len(got) > structs.MaxPoolDecisions {
+		t.Fatalf("%d lines, want 1 to %d", len(got), structs.MaxPoolDecisions)
+	}
+	for i, w := range got {
+		if len(w.Reason) > structs.MaxProvisionReasonLen || !utf8.ValidString(w.Reason) {
+			t.Errorf("line %d: %d bytes (valid UTF-8: %v), want at most %d", i, len(w.Reason), utf8.ValidString(w.Reason), structs.MaxProvisionReasonLen)
+		}
 	}
 }

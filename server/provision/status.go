@@ -2,6 +2,7 @@ package provision
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
@@ -75,14 +76,16 @@ func BuildPoolStatus(st *state.StateStore, pool *structs.NodePool) (*structs.Nod
 }
 
 // PoolWaiting says why blocked work of pool gets no new hosts now, one
-// line each, at most structs.MaxPoolDecisions: task groups the pool's
+// line each (at most structs.MaxProvisionReasonLen bytes), at most
+// structs.MaxPoolDecisions: task groups the pool's
 // shape cannot place (more GPUs an allocation than a host has, another GPU
 // model or node class), gangs larger than the room Max leaves, and demand
-// beyond Max. It reads what the provisioner's round reads (every
+// beyond Max. A line naming a job carries the job's namespace, for the
+// reader to hide from who may not list it. It reads what the provisioner's round reads (every
 // evaluation, the blocked ones' jobs, the pools, the pool's requests and
 // nodes) and decides nothing. A pool without a scaling policy waits for
 // nothing (nil).
-func PoolWaiting(st *state.StateStore, pool *structs.NodePool) ([]string, error) {
+func PoolWaiting(st *state.StateStore, pool *structs.NodePool) ([]structs.PoolWait, error) {
 	if pool == nil || pool.Scaling == nil {
 		return nil, nil
 	}
@@ -122,9 +125,17 @@ func PoolWaiting(st *state.StateStore, pool *structs.NodePool) ([]string, error)
 	}
 	needs, byKey, unserved := blockedDemand(pool, blocked, jobs, anyPoolOwners(pools, blocked, jobs))
 	_, held := planScaleUp(v, needs, byKey, notReady)
-	out := append(unserved, held...)
+	out := unserved
+	for _, h := range held {
+		out = append(out, structs.PoolWait{Reason: h})
+	}
 	if len(out) > structs.MaxPoolDecisions {
 		out = out[:structs.MaxPoolDecisions]
+	}
+	// A reason quotes the need's key, whose device name only the request
+	// body bounds: each line is cut as a decision's Reason is.
+	for i := range out {
+		out[i].Reason = strings.ToValidUTF8(truncate(out[i].Reason, structs.MaxProvisionReasonLen), "")
 	}
 	return out, nil
 }

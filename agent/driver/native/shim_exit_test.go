@@ -64,3 +64,58 @@ func TestShimKilledWithoutExitLine(t *testing.T) {
 		t.Fatalf("exit file after the shim was killed: %v", err)
 	}
 }
+
+// TestRecoverAtEachStepOfExit (hostile17): a driver lost at any moment of
+// a task's exit (before the exit line, between it and the exit file,
+// after the shim is gone) stands for an agent killed with -9 there; a
+// new driver recovering the handle must report the task's own exit code,
+// whichever of the shim, its exit file or neither yet it finds. The
+// recovery follows the start at once, then at growing points of the exit.
+func TestRecoverAtEachStepOfExit(t *testing.T) {
+	d1 := newTestDriver(t)
+	for i := range 12 {
+		cfg := shimTask(t, fmt.Sprintf("recover-exit-%d", i), fmt.Sprintf("exit %d", 40+i))
+		h, err := d1.StartTask(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Spin i times on the shim's liveness: the later the recovery, the
+		// likelier it finds the exit file rather than the shim.
+		for range i * 50 {
+			_ = sameProcess(h.ShimPID, h.ShimStartTime)
+		}
+		d2 := newTestDriver(t)
+		if err := d2.RecoverTask(h, cfg); err != nil {
+			t.Fatalf("run %d: RecoverTask: %v", i, err)
+		}
+		if r := waitResult(t, d2, cfg.ID, 10*time.Second); r.ExitCode != 40+i || r.Err != nil {
+			t.Fatalf("run %d: recovered result %+v, want exit %d", i, r, 40+i)
+		}
+		if r := waitResult(t, d1, cfg.ID, 10*time.Second); r.ExitCode != 40+i || r.Err != nil {
+			t.Fatalf("run %d: starting driver's result %+v, want exit %d", i, r, 40+i)
+		}
+	}
+}
+
+// TestForkAndExitReportsTheLeadersExit (hostile17): a task that leaves a
+// child holding its stdout open and exits reports its own exit code (after
+// the shim's IOWaitDelay at most), to the starting driver and to one that
+// recovers the handle.
+func TestForkAndExitReportsTheLeadersExit(t *testing.T) {
+	d1 := newTestDriver(t)
+	cfg := shimTask(t, "fork-exit", `sleep 30 & echo child $!; exit 4`)
+	h, err := d1.StartTask(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-h.PID, syscall.SIGKILL) })
+	d2 := newTestDriver(t)
+	if err := d2.RecoverTask(h, cfg); err != nil {
+		t.Fatalf("RecoverTask: %v", err)
+	}
+	for name, d := range map[string]*Driver{"starting": d1, "recovering": d2} {
+		if r := waitResult(t, d, cfg.ID, 10*time.Second); r.ExitCode != 4 || r.Err != nil {
+			t.Fatalf("%s driver's result %+v, want exit 4", name, r)
+		}
+	}
+}
