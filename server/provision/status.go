@@ -10,15 +10,10 @@ import (
 
 // BuildPoolStatus reads the pool's status from st.
 func BuildPoolStatus(st *state.StateStore, pool *structs.NodePool) (*structs.NodePoolStatus, error) {
-	reqs, err := st.ProvisionRequestsByPool(nil, pool.Name)
+	reqs, v, nodes, err := readPool(st, pool)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := poolNodes(st, pool.Name)
-	if err != nil {
-		return nil, err
-	}
-	v := newPoolView(pool, reqs)
 	out := &structs.NodePoolStatus{Pool: pool, Hosts: len(v.live)}
 	hostOf := map[string]string{}
 	for _, r := range v.live {
@@ -110,15 +105,10 @@ func PoolWaiting(st *state.StateStore, pool *structs.NodePool) ([]structs.PoolWa
 	if err != nil {
 		return nil, err
 	}
-	reqs, err := st.ProvisionRequestsByPool(nil, pool.Name)
+	_, v, nodes, err := readPool(st, pool)
 	if err != nil {
 		return nil, err
 	}
-	nodes, err := poolNodes(st, pool.Name)
-	if err != nil {
-		return nil, err
-	}
-	v := newPoolView(pool, reqs)
 	notReady, err := hostsComing(st, v, nodes)
 	if err != nil {
 		return nil, err
@@ -138,4 +128,18 @@ func PoolWaiting(st *state.StateStore, pool *structs.NodePool) ([]structs.PoolWa
 		out[i].Reason = strings.ToValidUTF8(truncate(out[i].Reason, structs.MaxProvisionReasonLen), "")
 	}
 	return out, nil
+}
+
+// readPool reads the pool's provision requests, sorted into a poolView,
+// and its nodes by name.
+func readPool(st *state.StateStore, pool *structs.NodePool) ([]*structs.ProvisionRequest, *poolView, map[string]*structs.Node, error) {
+	reqs, err := st.ProvisionRequestsByPool(nil, pool.Name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nodes, err := poolNodes(st, pool.Name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return reqs, newPoolView(pool, reqs), nodes, nil
 }
