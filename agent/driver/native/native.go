@@ -745,6 +745,11 @@ func (d *Driver) DestroyTask(taskID string) error {
 	default:
 		return fmt.Errorf("%w: %s", driver.ErrTaskRunning, taskID)
 	}
+	// The task is done once its shim reports the exit, but the shim then
+	// still writes the exit file in the task's directories: whoever
+	// removes them after DestroyTask (the alloc runner's GC) must not
+	// race that write.
+	d.awaitShimExit(taskID)
 	d.mu.Lock()
 	delete(d.tasks, taskID)
 	d.mu.Unlock()
