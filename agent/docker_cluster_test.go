@@ -67,6 +67,7 @@ func dockerTry(args ...string) (string, error) {
 // end of the test.
 func buildScratchImage(t *testing.T, tag string) {
 	t.Helper()
+	skipChildProcessesUnderRace(t)
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "gpulayer"), ".")
 	build.Dir = repoRoot(t)

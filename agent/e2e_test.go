@@ -38,6 +38,7 @@ var (
 // gpulayerBinary builds the real binary once per test process.
 func gpulayerBinary(t testing.TB) string {
 	t.Helper()
+	skipChildProcessesUnderRace(t)
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "gpulayer-e2e-bin")
 		if err != nil {
@@ -55,6 +56,20 @@ func gpulayerBinary(t testing.TB) string {
 		t.Fatal(buildErr)
 	}
 	return binPath
+}
+
+// skipChildProcessesUnderRace skips, when this test binary runs under
+// -race, a test that drives gpulayer processes it starts: they are built
+// without the race detector, so under -race it would watch only the test's
+// own harness while costing the race pass as long as the plain pass (about
+// 6 of the agent package's 7 minutes are such tests, mostly waiting on
+// real timers). The plain pass of `make test` runs them in full; the race
+// pass keeps the package's in-process agents, servers and HTTP tests.
+func skipChildProcessesUnderRace(t testing.TB) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("drives gpulayer child processes built without -race; the plain pass runs it")
+	}
 }
 
 // freePort is a port for an agent the test starts; see internal/porttest

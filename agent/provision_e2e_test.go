@@ -30,6 +30,7 @@ var (
 // process: the docker provider's image is FROM scratch.
 func staticGpulayer(t testing.TB) string {
 	t.Helper()
+	skipChildProcessesUnderRace(t)
 	staticOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "gpulayer-static-bin")
 		if err != nil {

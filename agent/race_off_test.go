@@ -2,6 +2,5 @@
 
 package agent_test
 
-// raceEnabled reports whether the test binary runs under the race
-// detector (see race_on_test.go).
+// raceEnabled: this test binary was built with -race.
 const raceEnabled = false
