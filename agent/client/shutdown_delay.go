@@ -31,6 +31,11 @@ func (ar *allocRunner) killAfterShutdownDelay(trs []*taskRunner) bool {
 	waits := make([]time.Duration, len(trs))
 	any := false
 	for i, tr := range trs {
+		// A task not running yet (still setting up) or already dead has
+		// no one to let finish: it is stopped at once.
+		if !ar.taskRunning(tr.task.Name) {
+			continue
+		}
 		waits[i] = groupDelay + max(tr.task.ShutdownDelay, 0)
 		any = any || waits[i] > 0
 	}
@@ -39,7 +44,7 @@ func (ar *allocRunner) killAfterShutdownDelay(trs []*taskRunner) bool {
 	}
 	now := time.Now().UnixNano()
 	for i, tr := range trs {
-		if waits[i] <= 0 || ar.taskDead(tr.task.Name) {
+		if waits[i] <= 0 {
 			continue
 		}
 		msg := fmt.Sprintf("Waiting for shutdown_delay of %s before killing the task", waits[i])
@@ -67,6 +72,14 @@ func (ar *allocRunner) killAfter(tr *taskRunner, d time.Duration) {
 		}
 	}
 	tr.kill()
+}
+
+// taskRunning reports whether the task's state is running.
+func (ar *allocRunner) taskRunning(task string) bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ts := ar.taskStates[task]
+	return ts != nil && ts.State == structs.TaskStateRunning
 }
 
 // cutShutdownDelay ends every shutdown_delay wait of the allocation.
