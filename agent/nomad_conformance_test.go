@@ -25,9 +25,11 @@ job "conform" {
   datacenters = ["dc1"]
   type        = "service"
   group "g" {
-    count = 1
+    count          = 1
+    shutdown_delay = "100ms"
     task "t" {
-      driver = "native"
+      driver         = "native"
+      shutdown_delay = "50ms"
       config {
         command = "/bin/sh"
         args    = ["-c", "trap 'echo got-usr1' USR1; echo hello-conformance; while true; do sleep 0.2; done"]
@@ -262,6 +264,9 @@ func TestNomadAPIConformance(t *testing.T) {
 			*j.Status == "" || *j.Version != 0 || len(j.TaskGroups) != 1 {
 			t.Fatalf("job info: %+v", j)
 		}
+		if sd := j.TaskGroups[0].ShutdownDelay; sd == nil || *sd != 100*time.Millisecond || j.TaskGroups[0].Tasks[0].ShutdownDelay != 50*time.Millisecond {
+			t.Errorf("job info shutdown_delay: group %v task %s, want 100ms and 50ms", sd, j.TaskGroups[0].Tasks[0].ShutdownDelay)
+		}
 		d := j.TaskGroups[0].Tasks[0].Resources.Devices
 		if len(d) != 1 || d[0].Name != "nvidia/gpu" || *d[0].Count != 1 {
 			t.Errorf("job info devices: %+v", d)
@@ -450,7 +455,7 @@ func TestNomadAPIConformance(t *testing.T) {
 	})
 
 	step("Jobs.Plan", func(t *testing.T) {
-		j2, err := c.Jobs().ParseHCL(strings.Replace(conformanceJobHCL, "count = 1\n    task", "count = 2\n    task", 1), true)
+		j2, err := c.Jobs().ParseHCL(strings.Replace(conformanceJobHCL, "count          = 1\n", "count          = 2\n", 1), true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -185,6 +185,11 @@ type TaskGroup struct {
 	// "Deadline Exceeded" event. Zero means no bound. See
 	// structs/deadline.go.
 	MaxRunDuration time.Duration `json:",omitempty"`
+	// ShutdownDelay is how long the client waits, once the allocation is
+	// told to stop and its services are deregistered, before it stops the
+	// tasks (Nomad's group shutdown_delay; structs/shutdown_delay.go).
+	// Zero means no wait; at most ShutdownDelayLimit.
+	ShutdownDelay time.Duration `json:",omitempty"`
 	// Endpoint, on a service group with Count 2-16, places every
 	// allocation of the group on one node behind one router on that node
 	// (structs/endpoint.go); nil changes nothing.
@@ -223,6 +228,11 @@ type Task struct {
 	// MaxRunDuration bounds this task like TaskGroup.MaxRunDuration (batch
 	// jobs only; zero: none); with both set, the shorter applies.
 	MaxRunDuration time.Duration `json:",omitempty"`
+	// ShutdownDelay is how long the client waits, after the group's
+	// ShutdownDelay, before it sends this task its kill signal (Nomad's
+	// task shutdown_delay). Zero means no wait; at most
+	// ShutdownDelayLimit.
+	ShutdownDelay time.Duration `json:",omitempty"`
 }
 
 // validUser is what a task's user may look like (POSIX portable user
@@ -489,6 +499,7 @@ func (tg *TaskGroup) validate(jobType string) []string {
 	}
 	p = append(p, rescheduleBoundProblems(tg.ReschedulePolicy)...)
 	p = append(p, deadlineProblems(jobType, tg)...)
+	p = append(p, shutdownDelayProblems(tg)...)
 	p = append(p, envMapProblems("meta", tg.Meta)...)
 	p = append(p, groupNetworkProblems(tg)...)
 	p = append(p, groupServiceProblems(tg)...)

@@ -74,6 +74,11 @@ type allocRunner struct {
 	endpointMember  *structs.EndpointMemberStatus
 	goneErr         string
 
+	// delayCut is closed (cutShutdownDelay) when the client shuts down:
+	// a stop waiting out a shutdown_delay kills the tasks at once.
+	delayCut     chan struct{}
+	delayCutOnce sync.Once
+
 	done chan struct{}
 }
 
@@ -87,6 +92,7 @@ func newAllocRunner(c *Client, alloc *structs.Allocation) *allocRunner {
 		tasks:        map[string]*taskRunner{},
 		clientStatus: structs.AllocClientStatusPending,
 		done:         make(chan struct{}),
+		delayCut:     make(chan struct{}),
 	}
 }
 
@@ -412,11 +418,18 @@ func (ar *allocRunner) update(a *structs.Allocation) {
 		ar.trackDeploymentHealth(a)
 		return
 	}
-	ar.stop()
+	ar.stopDelayed()
 }
 
-// stop kills every task; they end dead and not failed.
-func (ar *allocRunner) stop() {
+// stop kills every task at once; they end dead and not failed.
+func (ar *allocRunner) stop() { ar.stopTasks(false) }
+
+// stopDelayed stops the allocation as the servers asked: as stop, but the
+// kills wait for the group's and each task's shutdown_delay
+// (shutdown_delay.go) once the services are deregistered.
+func (ar *allocRunner) stopDelayed() { ar.stopTasks(true) }
+
+func (ar *allocRunner) stopTasks(delayed bool) {
 	ar.mu.Lock()
 	if ar.stopRequested {
 		ar.mu.Unlock()
@@ -439,6 +452,9 @@ func (ar *allocRunner) stop() {
 	if svc != nil {
 		svc.stop(quiet)
 	}
+	if delayed && !quiet && ar.killAfterShutdownDelay(trs) {
+		return
+	}
 	for _, tr := range trs {
 		tr.kill()
 	}
@@ -451,6 +467,7 @@ func (ar *allocRunner) shutdown() {
 	ar.mu.Lock()
 	ar.quiet = true
 	ar.mu.Unlock()
+	ar.cutShutdownDelay()
 	ar.stop()
 	<-ar.done
 	// The tasks were stopped: a restarted client starts them afresh

@@ -160,6 +160,11 @@ type TaskGroup struct {
 	// event. It encodes in JSON as integer nanoseconds, as Nomad's; zero
 	// means no bound.
 	MaxRunDuration time.Duration `json:",omitempty"`
+	// ShutdownDelay is how long the client waits, once the allocation is
+	// told to stop and its services are deregistered, before it stops the
+	// tasks: integer nanoseconds, as Nomad's group shutdown_delay (zero:
+	// no wait; at most one hour).
+	ShutdownDelay time.Duration `json:",omitempty"`
 	// Endpoint, on a service group with Count 2-16, places every
 	// allocation of the group on one node behind one router on that node
 	// (a GPUlayer addition); nil changes nothing.
@@ -205,6 +210,11 @@ type Task struct {
 	// group's (integer nanoseconds; batch jobs only); with both set, the
 	// shorter applies.
 	MaxRunDuration time.Duration `json:",omitempty"`
+	// ShutdownDelay is how long the client waits, after the group's
+	// ShutdownDelay, before it sends this task its kill signal (integer
+	// nanoseconds, as Nomad's task shutdown_delay; zero: no wait; at most
+	// one hour).
+	ShutdownDelay time.Duration `json:",omitempty"`
 }
 
 // TaskArtifact is Nomad's artifact block: GetterSource is

@@ -139,6 +139,7 @@ func taskGroupToStructs(tg *api.TaskGroup) *structs.TaskGroup {
 		Services:     servicesToStructs(tg.Services),
 	}
 	out.MaxRunDuration = tg.MaxRunDuration
+	out.ShutdownDelay = tg.ShutdownDelay
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &structs.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
 			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
@@ -179,6 +180,7 @@ func taskGroupFromStructs(tg *structs.TaskGroup) *api.TaskGroup {
 		Services:     servicesFromStructs(tg.Services),
 	}
 	out.MaxRunDuration = tg.MaxRunDuration
+	out.ShutdownDelay = tg.ShutdownDelay
 	if rs := tg.ReschedulePolicy; rs != nil {
 		out.ReschedulePolicy = &api.ReschedulePolicy{Attempts: rs.Attempts, Interval: rs.Interval, Unlimited: rs.Unlimited, Delay: rs.Delay,
 			DelayFunction: rs.DelayFunction, MaxDelay: rs.MaxDelay}
@@ -225,6 +227,7 @@ func taskToStructs(t *api.Task) *structs.Task {
 		out.DispatchPayload = &structs.DispatchPayloadConfig{File: dp.File}
 	}
 	out.MaxRunDuration = t.MaxRunDuration
+	out.ShutdownDelay = t.ShutdownDelay
 	return out
 }
 
@@ -251,6 +254,7 @@ func taskFromStructs(t *structs.Task) *api.Task {
 		out.DispatchPayload = &api.DispatchPayloadConfig{File: dp.File}
 	}
 	out.MaxRunDuration = t.MaxRunDuration
+	out.ShutdownDelay = t.ShutdownDelay
 	return out
 }
 

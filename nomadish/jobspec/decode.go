@@ -56,7 +56,7 @@ var (
 	}
 	groupSchema = &hcl.BodySchema{
 		Attributes: []hcl.AttributeSchema{{Name: "count"}, {Name: "meta"}, {Name: "gang"}, {Name: "requires"}, {Name: "availability"},
-			{Name: "max_run_duration"}},
+			{Name: "max_run_duration"}, {Name: "shutdown_delay"}},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "meta"}, {Type: "constraint"}, {Type: "affinity"}, {Type: "restart"},
 			{Type: "reschedule"}, {Type: "update"},
@@ -78,7 +78,7 @@ var (
 		Attributes: []hcl.AttributeSchema{
 			{Name: "driver"}, {Name: "kill_timeout"}, {Name: "kill_signal"}, {Name: "user"},
 			{Name: "config"}, {Name: "env"}, {Name: "meta"},
-			{Name: "max_run_duration"},
+			{Name: "max_run_duration"}, {Name: "shutdown_delay"},
 		},
 		Blocks: []hcl.BlockHeaderSchema{
 			{Type: "config"}, {Type: "env"}, {Type: "meta"}, {Type: "resources"},
@@ -171,6 +171,7 @@ func (d *decoder) group(block *hcl.Block) *api.TaskGroup {
 	d.availability(c.Attributes["availability"], &tg.Availability)
 	ports := map[string]hcl.Range{}
 	d.maxRunDuration(c.Attributes["max_run_duration"], &tg.MaxRunDuration)
+	d.shutdownDelay(c.Attributes["shutdown_delay"], &tg.ShutdownDelay)
 	for _, b := range c.Blocks {
 		switch b.Type {
 		case "network":
@@ -246,6 +247,7 @@ func (d *decoder) task(block *hcl.Block) *api.Task {
 	d.str(c.Attributes["user"], &t.User)
 	d.duration(c.Attributes["kill_timeout"], &t.KillTimeout)
 	d.maxRunDuration(c.Attributes["max_run_duration"], &t.MaxRunDuration)
+	d.shutdownDelay(c.Attributes["shutdown_delay"], &t.ShutdownDelay)
 	t.Config = d.config(c)
 	t.Env = d.stringMap("env", c)
 	t.Meta = d.stringMap("meta", c)
@@ -607,6 +609,26 @@ func sortedAttrs(attrs hcl.Attributes) []*hcl.Attribute {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Range.Start.Byte < out[j].Range.Start.Byte })
 	return out
+}
+
+// shutdownDelay decodes a group's or task's shutdown_delay: a duration of
+// zero or more; the server checks the upper bound
+// (structs/shutdown_delay.go).
+func (d *decoder) shutdownDelay(attr *hcl.Attribute, dst *time.Duration) {
+	var v time.Duration
+	if !d.duration(attr, &v) {
+		return
+	}
+	if v < 0 {
+		d.diags = append(d.diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Invalid shutdown_delay",
+			Detail:   fmt.Sprintf("Attribute %q must be a duration of zero or more, such as \"10s\"; got %s.", attr.Name, v),
+			Subject:  attr.Expr.Range().Ptr(),
+		})
+		return
+	}
+	*dst = v
 }
 
 // maxRunDuration decodes a group's or task's max_run_duration: a duration
