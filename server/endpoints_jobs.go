@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpulayer/gpulayer/server/fsm"
 	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
 	"github.com/hashicorp/go-memdb"
@@ -49,7 +50,7 @@ func (s *Server) jobRegister(ctx context.Context, job *structs.Job, prior *uint6
 	if len(job.EndpointNames()) > 0 {
 		s.endpointNamesMu.Lock()
 		defer s.endpointNamesMu.Unlock()
-		if err := endpointNameConflict(s.fsm.State(), job); err != nil {
+		if err := fsm.EndpointNameConflict(s.fsm.State(), job); err != nil {
 			return nil, err
 		}
 	}

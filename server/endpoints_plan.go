@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/gpulayer/gpulayer/server/fsm"
 	"github.com/gpulayer/gpulayer/server/scheduler"
 	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
@@ -31,7 +32,7 @@ func (s *Server) JobPlan(ctx context.Context, job *structs.Job) (*structs.JobPla
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
-	if err := endpointNameConflict(s.fsm.State(), job); err != nil {
+	if err := fsm.EndpointNameConflict(s.fsm.State(), job); err != nil {
 		return nil, err
 	}
 	snap, err := s.fsm.State().Snapshot()

@@ -137,6 +137,9 @@ func (f *FSM) applyJobRegister(index uint64, req *structs.JobRegisterRequest) in
 			return fmt.Errorf("job register %q: %w: EnforcePriorVersion: stored is %s, not version %d", req.Job.ID, structs.ErrInvalid, have, *req.PriorVersion)
 		}
 	}
+	if err := EndpointNameConflict(s, req.Job); err != nil {
+		return err
+	}
 	if err := s.UpsertJob(index, req.Job); err != nil {
 		return err
 	}

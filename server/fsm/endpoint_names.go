@@ -1,4 +1,4 @@
-package server
+package fsm
 
 import (
 	"fmt"
@@ -7,17 +7,20 @@ import (
 	"github.com/hashicorp/go-memdb"
 )
 
-// jobLister is the part of the state store endpointNameConflict reads.
-type jobLister interface {
+// JobLister is the part of the state store EndpointNameConflict reads.
+type JobLister interface {
 	Jobs(ws memdb.WatchSet) ([]*structs.Job, error)
 }
 
-// endpointNameConflict returns an error wrapping
+// EndpointNameConflict returns an error wrapping
 // structs.ErrEndpointConflict when a live job (not stopped, not dead)
 // other than job, in job's namespace, declares one of job's endpoint
-// names; nil otherwise. It reads every job, so callers skip it for jobs
-// without endpoints.
-func endpointNameConflict(st jobLister, job *structs.Job) error {
+// names; nil otherwise (at once for a job without endpoints). It reads
+// every job. The FSM checks it when it applies a job register, so two
+// registrations that both passed the server's early check (on two leaders
+// across an election) cannot both land; the server checks it before Raft
+// too, to answer at once.
+func EndpointNameConflict(st JobLister, job *structs.Job) error {
 	mine := map[string]string{}
 	for _, tg := range job.TaskGroups {
 		if tg != nil && tg.Endpoint != nil {
