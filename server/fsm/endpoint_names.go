@@ -3,14 +3,9 @@ package fsm
 import (
 	"fmt"
 
+	"github.com/gpulayer/gpulayer/state"
 	"github.com/gpulayer/gpulayer/structs"
-	"github.com/hashicorp/go-memdb"
 )
-
-// JobLister is the part of the state store EndpointNameConflict reads.
-type JobLister interface {
-	Jobs(ws memdb.WatchSet) ([]*structs.Job, error)
-}
 
 // EndpointNameConflict returns an error wrapping
 // structs.ErrEndpointConflict when a live job (not stopped, not dead)
@@ -20,7 +15,7 @@ type JobLister interface {
 // registrations that both passed the server's early check (on two leaders
 // across an election) cannot both land; the server checks it before Raft
 // too, to answer at once.
-func EndpointNameConflict(st JobLister, job *structs.Job) error {
+func EndpointNameConflict(st *state.StateStore, job *structs.Job) error {
 	mine := map[string]string{}
 	for _, tg := range job.TaskGroups {
 		if tg != nil && tg.Endpoint != nil {
