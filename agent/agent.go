@@ -267,7 +267,7 @@ func (a *Agent) start() error {
 	}
 	// Blocking queries on a node's allocations wait without holding
 	// their connection's goroutine and buffers (agent/http/park.go).
-	parker := agenthttp.NewParker(ln)
+	parker := agenthttp.NewParker(ln, a.logger.Named("http"))
 	ln = parker
 	hcfg.Parker = parker
 	handler, err := agenthttp.New(hcfg)

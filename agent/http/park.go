@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/gpulayer/gpulayer/server"
 )
@@ -51,6 +54,12 @@ type Parker struct {
 	resumed   chan net.Conn
 	done      chan struct{}
 	closeOnce sync.Once
+	// acceptEnded is closed when the inner listener has failed for good;
+	// acceptErr is that error.
+	acceptEnded chan struct{}
+	acceptErr   error
+
+	logger hclog.Logger
 
 	mu      sync.Mutex
 	handler http.Handler
@@ -62,10 +71,14 @@ type acceptResult struct {
 	err error
 }
 
-// NewParker returns a Parker accepting from inner.
-func NewParker(inner net.Listener) *Parker {
-	return &Parker{inner: inner, accepted: make(chan acceptResult), resumed: make(chan net.Conn, 64),
-		done: make(chan struct{}), parked: map[net.Conn]struct{}{}}
+// NewParker returns a Parker accepting from inner; logger (nil for none)
+// gets the panics of resumed requests.
+func NewParker(inner net.Listener, logger hclog.Logger) *Parker {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &Parker{inner: inner, logger: logger, accepted: make(chan acceptResult), resumed: make(chan net.Conn, 64),
+		done: make(chan struct{}), acceptEnded: make(chan struct{}), parked: map[net.Conn]struct{}{}}
 }
 
 // SetHandler sets the handler resumed requests run through: the
@@ -86,26 +99,31 @@ func (p *Parker) Accept() (net.Conn, error) {
 		return c, nil
 	case r := <-p.accepted:
 		return r.c, r.err
+	case <-p.acceptEnded:
+		return nil, p.acceptErr
 	case <-p.done:
 		return nil, net.ErrClosed
 	}
 }
 
-// acceptLoop passes the inner listener's connections and errors on until
-// an error that is not temporary (the listener closed).
+// acceptLoop passes the inner listener's connections and temporary
+// errors (too many open files: http.Server waits and asks again) on, until
+// one that is not: Accept returns that one from then on.
 func (p *Parker) acceptLoop() {
 	for {
 		c, err := p.inner.Accept()
+		var te interface{ Temporary() bool }
+		if err != nil && !(errors.As(err, &te) && te.Temporary()) {
+			p.acceptErr = err
+			close(p.acceptEnded)
+			return
+		}
 		select {
 		case p.accepted <- acceptResult{c, err}:
 		case <-p.done:
 			if c != nil {
 				_ = c.Close()
 			}
-			return
-		}
-		var ne net.Error
-		if err != nil && !(errors.As(err, &ne) && ne.Timeout()) {
 			return
 		}
 	}
@@ -236,6 +254,16 @@ func (p *Parker) waitParked(conn net.Conn, wait *server.QueryWait, resume func()
 // writes its answer to conn and hands conn back to the http.Server
 // (Accept), or closes it when the write fails or closeAfter is set.
 func (p *Parker) resume(conn net.Conn, h http.Handler, orig *http.Request, start time.Time, closeAfter bool) {
+	defer func() {
+		// As net/http does for a handler's panic: that connection
+		// ends, the server goes on.
+		if v := recover(); v != nil {
+			_ = conn.Close()
+			if v != http.ErrAbortHandler {
+				p.logger.Error("panic serving a parked request", "panic", v, "stack", string(debug.Stack()))
+			}
+		}
+	}()
 	ctx := context.WithValue(context.WithoutCancel(orig.Context()), parkKey{}, &parkMark{start: start, resumed: true})
 	req := orig.Clone(ctx)
 	rec := &parkRecorder{header: http.Header{}}

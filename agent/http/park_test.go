@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -59,7 +60,7 @@ func parkFixture(t *testing.T, wait time.Duration) (*parkingNodeServer, *Parker,
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := NewParker(ln)
+	p := NewParker(ln, nil)
 	h, err := New(Config{Server: pns, MaxBodyBytes: 4096, Parker: p})
 	if err != nil {
 		t.Fatal(err)
@@ -267,7 +268,7 @@ func TestParkedQueryOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := NewParker(tls.NewListener(ln, certSrv.TLS))
+	p := NewParker(tls.NewListener(ln, certSrv.TLS), nil)
 	h.(*handler).parker = p
 	var sawTLS atomic.Int64
 	outer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -291,5 +292,107 @@ func TestParkedQueryOverTLS(t *testing.T) {
 	}
 	if pns.waits.Load() != 2 || pns.released.Load() != 2 || sawTLS.Load() != 2 {
 		t.Fatalf("waits %d released %d, resumed requests with TLS state %d", pns.waits.Load(), pns.released.Load(), sawTLS.Load())
+	}
+}
+
+// errListener returns errs in turn from Accept, then blocks until closed.
+type errListener struct {
+	net.Listener
+	mu   sync.Mutex
+	errs []error
+}
+
+func (l *errListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	if len(l.errs) > 0 {
+		err := l.errs[0]
+		l.errs = l.errs[1:]
+		l.mu.Unlock()
+		return nil, err
+	}
+	l.mu.Unlock()
+	return l.Listener.Accept()
+}
+
+type tempErr struct{}
+
+func (tempErr) Error() string   { return "too many open files" }
+func (tempErr) Temporary() bool { return true }
+func (tempErr) Timeout() bool   { return false }
+
+// TestParkerAcceptErrors: a temporary accept error is passed on and
+// accepting goes on (http.Server asks again); a lasting one is returned
+// from then on, to every Accept, instead of leaving them blocked.
+func TestParkerAcceptErrors(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	gone := errors.New("listener gone")
+	p := NewParker(&errListener{Listener: ln, errs: []error{tempErr{}}}, nil)
+	if _, err := p.Accept(); !errors.Is(err, tempErr{}) {
+		t.Fatalf("first Accept: %v, want the temporary error", err)
+	}
+	go func() {
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			defer c.Close()
+			time.Sleep(time.Second)
+		}
+	}()
+	c, err := p.Accept()
+	if err != nil {
+		t.Fatalf("Accept after a temporary error: %v", err)
+	}
+	c.Close()
+
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln2.Close()
+	p2 := NewParker(&errListener{Listener: ln2, errs: []error{gone}}, nil)
+	for i := 0; i < 2; i++ {
+		errc := make(chan error, 1)
+		go func() { _, err := p2.Accept(); errc <- err }()
+		select {
+		case err := <-errc:
+			if !errors.Is(err, gone) {
+				t.Fatalf("Accept %d: %v, want %v", i, err, gone)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("Accept %d blocked after the listener failed", i)
+		}
+	}
+}
+
+// TestParkedPanicEndsOnlyItsConnection: a resumed request whose handler
+// panics closes its own connection, as net/http does; the server goes on
+// answering.
+func TestParkedPanicEndsOnlyItsConnection(t *testing.T) {
+	pns, p, base := parkFixture(t, 50*time.Millisecond)
+	p.mu.Lock()
+	inner := p.handler
+	p.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if resumedRequest(r) && r.URL.Query().Get("boom") != "" {
+			panic("boom")
+		}
+		inner.ServeHTTP(w, r)
+	})
+	p.mu.Unlock()
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/node/node-1/client-allocs?index=3&boom=1", nil)
+	req.Header.Set(structs.HeaderNodeSecret, "s3cret")
+	c := &http.Client{Transport: &http.Transport{}, Timeout: 20 * time.Second}
+	resp, err := c.Do(req)
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("the panicking request answered %d", resp.StatusCode)
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the panicking request's connection was left open: %v", err)
+	}
+	resp, body, _ := getReused(t, c, base+"/v1/node/node-1/client-allocs?index=3")
+	if resp.StatusCode != 200 || pns.released.Load() != 2 {
+		t.Fatalf("after the panic: %d %s, released %d", resp.StatusCode, body, pns.released.Load())
 	}
 }
