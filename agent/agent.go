@@ -265,11 +265,17 @@ func (a *Agent) start() error {
 	if a.client != nil {
 		hcfg.Client = a.client
 	}
+	// Blocking queries on a node's allocations wait without holding
+	// their connection's goroutine and buffers (agent/http/park.go).
+	parker := agenthttp.NewParker(ln, a.logger.Named("http"))
+	ln = parker
+	hcfg.Parker = parker
 	handler, err := agenthttp.New(hcfg)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
 	a.httpServer = newHTTPServer(handler, lim, a.logger.Named("http"))
+	parker.SetHandler(a.httpServer.Handler)
 	// Requests share a context that shutdown cancels after a short grace:
 	// http.Server.Shutdown waits for active connections, and a client
 	// agent's blocking query on its allocations (or anyone's) may wait

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpulayer/gpulayer/internal/waittest"
 	"github.com/gpulayer/gpulayer/server/servertest"
 	"github.com/gpulayer/gpulayer/state/statetest"
 	"github.com/gpulayer/gpulayer/structs"
@@ -110,5 +111,61 @@ func TestNodeClientAllocsAndFetch(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the stop did not wake the query")
+	}
+}
+
+// TestNodeClientAllocsWait: the wait half of NodeClientAllocs is nil
+// (answer at once) without an index or past it, and otherwise a wait on
+// channels that a client's own status report leaves open and a stop of
+// one of the node's allocations closes; its wait is the query's, with
+// the jitter, and a bad wait option is capped like blockingQuery's.
+func TestNodeClientAllocsWait(t *testing.T) {
+	s := servertest.NewServer(t)
+	node := registerNode(t, s, 4)
+	job := statetest.BatchJob(1)
+	job.TaskGroups[0].Count = 2
+	if _, err := s.JobRegister(ctxT(t), job); err != nil {
+		t.Fatal(err)
+	}
+	allocs := runningAllocs(t, s, job.ID, 2)
+	_, meta, err := s.NodeClientAllocs(ctxT(t), node.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []*structs.QueryOptions{nil, {}, {MinQueryIndex: meta.Index - 1}} {
+		if w, err := s.NodeClientAllocsWait(ctxT(t), node.ID, q); err != nil || w != nil {
+			t.Fatalf("query %+v: wait %+v err %v, want an answer at once", q, w, err)
+		}
+	}
+	w, err := s.NodeClientAllocsWait(ctxT(t), node.ID, &structs.QueryOptions{MinQueryIndex: meta.Index, MaxQueryTime: time.Hour})
+	if err != nil || w == nil {
+		t.Fatalf("wait %v err %v", w, err)
+	}
+	defer w.Release()
+	if w.Wait < structs.MaxBlockingQueryWait || w.Wait > structs.MaxBlockingQueryWait+structs.MaxBlockingQueryWait/16 || len(w.Chans) < 3 || len(w.Chans) > 4 {
+		t.Fatalf("wait %s (cap %s), %d channels", w.Wait, structs.MaxBlockingQueryWait, len(w.Chans))
+	}
+	closed := func() bool {
+		for _, ch := range w.Chans {
+			select {
+			case <-ch:
+				return true
+			default:
+			}
+		}
+		return false
+	}
+	if err := s.UpdateAllocs(ctxT(t), []*structs.Allocation{{ID: allocs[0].ID, NodeID: node.ID, ClientStatus: structs.AllocClientStatusRunning}}); err != nil {
+		t.Fatal(err)
+	}
+	if closed() {
+		t.Fatal("the client's own status report closed a watch channel")
+	}
+	if _, err := s.JobDeregister(ctxT(t), job.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Until(t, 20*time.Second, "the stop closes a watch channel", closed)
+	if w2, err := s.NodeClientAllocsWait(ctxT(t), node.ID, &structs.QueryOptions{MinQueryIndex: meta.Index}); err != nil || w2 != nil {
+		t.Fatalf("after the stop: wait %+v err %v, want an answer at once", w2, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpulayer/gpulayer/server"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -61,6 +62,14 @@ type NodeChangesServer interface {
 	NodeClientAllocs(ctx context.Context, nodeID string, q *structs.QueryOptions) (map[string]uint64, structs.QueryMeta, error)
 	// NodeFetchAllocs returns the named allocations of the node.
 	NodeFetchAllocs(ctx context.Context, nodeID string, ids []string, q *structs.QueryOptions) (*structs.NodeFetchAllocsHTTPResponse, structs.QueryMeta, error)
+}
+
+// NodeClientAllocsWaiter is implemented by servers whose
+// NodeClientAllocs blocking query can be waited on outside it (a Parker
+// parks the connection meanwhile): NodeClientAllocsWait returns nil when
+// the query would answer at once.
+type NodeClientAllocsWaiter interface {
+	NodeClientAllocsWait(ctx context.Context, nodeID string, q *structs.QueryOptions) (*server.QueryWait, error)
 }
 
 // StateHasher is implemented by servers that can report a digest of their
@@ -267,6 +276,21 @@ func (n *nodeRoutes) clientAllocs(w http.ResponseWriter, r *http.Request) (inter
 	}
 	if err := n.authorize(r, id); err != nil {
 		return nil, err
+	}
+	if resumedRequest(r) {
+		// The wait is over (park.go): answer what there is now.
+		q.MaxQueryTime = time.Nanosecond
+	} else if wt, ok := n.cs.(NodeClientAllocsWaiter); ok && n.h.parker != nil && q.MinQueryIndex > 0 {
+		wait, err := wt.NodeClientAllocsWait(r.Context(), id, q)
+		if err != nil {
+			return nil, err
+		}
+		if wait != nil {
+			if n.h.parker.park(w, r, wait) {
+				return nil, errParked
+			}
+			wait.Release()
+		}
 	}
 	allocs, meta, err := n.cs.NodeClientAllocs(r.Context(), id, q)
 	if err != nil {

@@ -27,6 +27,9 @@ import (
 func (n *nodeRoutes) handle(pattern string, fn apiFunc) {
 	n.h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		out, err := fn(w, r)
+		if errors.Is(err, errParked) {
+			return
+		}
 		if err != nil {
 			n.h.writeError(w, r, err)
 			return

@@ -112,6 +112,9 @@ type Config struct {
 	// which must then implement TokenResolver. A client-only agent passes
 	// NewRemoteResolver.
 	Resolver TokenResolver
+	// Parker, when set, parks the node routes' blocking queries while
+	// they wait (park.go); nil blocks them in their handler.
+	Parker *Parker
 }
 
 // handler is the API: a ServeMux with JSON errors for unknown routes and
@@ -146,6 +149,8 @@ type handler struct {
 	serverPeerName   string
 	// region is Config.Region, "global" when empty.
 	region string
+	// parker is Config.Parker.
+	parker *Parker
 }
 
 // New returns the API handler. It fails when both cfg.Server and
@@ -179,6 +184,7 @@ func New(cfg Config) (http.Handler, error) {
 		aclEnabled: cfg.ACLEnabled,
 		resolver:   cfg.Resolver,
 		region:     cfg.Region,
+		parker:     cfg.Parker,
 	}
 	if h.region == "" {
 		h.region = "global"
@@ -278,7 +284,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	sw := &statusWriter{ResponseWriter: w}
 	route, pattern := h.mux.Handler(r)
+	r, mark := h.markParkable(r, pattern)
+	if mark != nil && mark.resumed {
+		start = mark.start
+	}
 	defer func() {
+		if mark != nil && mark.parked {
+			// Taken over (park.go): its resumed run logs and counts it.
+			return
+		}
 		h.logger.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.code(), "duration", time.Since(start))
 		h.metrics.observe(pattern, r.Method, sw.code(), time.Since(start))
 	}()
