@@ -419,9 +419,11 @@ func (ar *allocRunner) update(a *structs.Allocation) {
 		ar.trackDeploymentHealth(a)
 		return
 	}
-	if a.DesiredTransition.NoShutdownDelay {
-		// A stop that must not wait (a drain's deadline): a wait already
-		// begun ends and the tasks are killed now.
+	if a.DesiredTransition.NoShutdownDelay || a.DesiredStatus == structs.AllocDesiredStatusEvict {
+		// A stop that must not wait (a drain's deadline, or an eviction:
+		// the scheduler already placed the preemptor on the resources
+		// this allocation frees): a wait already begun ends and the
+		// tasks are killed now.
 		ar.cutShutdownDelay()
 	}
 	ar.stopDelayed()
