@@ -31,9 +31,14 @@ const (
 //   - Batch allocations run on until the deadline.
 //   - At the deadline every allocation left is stopped and its job
 //     evaluated (a batch allocation that had not finished runs again
-//     elsewhere).
+//     elsewhere), marked DesiredTransition.NoShutdownDelay: the deadline
+//     forces the allocations off, so the client does not wait out a
+//     shutdown_delay, and one it is waiting out (an allocation stopped
+//     before the deadline, its tasks still running) is cut short.
 //   - A node with nothing left running ends its drain: the strategy is
-//     cleared and the node stays ineligible.
+//     cleared and the node stays ineligible. Before a deadline, an
+//     allocation told to stop whose tasks still run (waiting out a
+//     shutdown_delay) is left running.
 //
 // While no node drains it sleeps on the nodes table (a drain starts with a
 // write there) instead of listing every node each drainInterval: at 10,000
@@ -93,14 +98,33 @@ func (s *Server) drainNode(n *structs.Node) error {
 	}
 	remaining := 0
 	for _, a := range allocs {
-		if a.DesiredStatus != structs.AllocDesiredStatusRun || a.ClientTerminalStatus() {
+		if a.ClientTerminalStatus() {
+			continue
+		}
+		if a.DesiredStatus != structs.AllocDesiredStatusRun {
+			// Told to stop, its tasks still running: with a deadline to
+			// come, the drain waits for it (a shutdown_delay must not
+			// outlive the deadline); past the deadline it is marked to
+			// stop at once, once.
+			if n.DrainStrategy.ForceDeadline == 0 || a.DesiredTransition.NoShutdownDelay {
+				continue
+			}
+			remaining++
+			if pastDeadline {
+				m := a.Copy()
+				m.DesiredTransition.NoShutdownDelay = true
+				marks = append(marks, m)
+			}
 			continue
 		}
 		remaining++
 		isBatch := a.Job != nil && a.Job.Type == structs.JobTypeBatch
 		switch {
 		case pastDeadline:
-			stops = append(stops, &structs.Allocation{ID: a.ID, DesiredStatus: structs.AllocDesiredStatusStop, DesiredDescription: descDrainDeadline})
+			m := a.Copy()
+			m.DesiredStatus, m.DesiredDescription = structs.AllocDesiredStatusStop, descDrainDeadline
+			m.DesiredTransition.NoShutdownDelay = true
+			marks = append(marks, m)
 			evalFor(a)
 		case isBatch:
 			// Runs to completion or to the deadline.
@@ -138,7 +162,7 @@ func (s *Server) drainNode(n *structs.Node) error {
 	if _, err := s.applyStops(stops, list, marks...); err != nil {
 		return err
 	}
-	s.logger.Info("drain step", "node_id", n.ID, "migrating", len(marks), "stopped", len(stops), "past_deadline", pastDeadline)
+	s.logger.Info("drain step", "node_id", n.ID, "updated", len(marks), "stopped", len(stops), "past_deadline", pastDeadline)
 	return nil
 }
 

@@ -23,4 +23,9 @@ type DesiredTransition struct {
 	// the allocation keeps running until the drainer stops it once the
 	// replacement runs.
 	Migrate bool `json:",omitempty"`
+	// NoShutdownDelay tells the client to stop the allocation without
+	// waiting out its group's and tasks' shutdown_delay, cutting a wait
+	// already begun (Nomad's DesiredTransition.NoShutdownDelay). The
+	// drainer sets it at a drain's deadline.
+	NoShutdownDelay bool `json:",omitempty"`
 }

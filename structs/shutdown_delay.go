@@ -13,7 +13,11 @@ import (
 // that already hold the address, and requests already in flight (an
 // endpoint member's answers in progress), finish. A client shutting down
 // does not wait: it stops the tasks at once. A stop from a task failure,
-// a deadline (max_run_duration) or an idle-GPU reclaim does not either.
+// a deadline (max_run_duration) or an idle-GPU reclaim does not either,
+// nor an eviction for a higher-priority job (the preemptor is placed on
+// the freed GPUs at once), nor a stop marked
+// DesiredTransition.NoShutdownDelay (a node drain's deadline), which also
+// cuts a wait already begun.
 
 // ShutdownDelayLimit caps a group's and a task's shutdown_delay: one
 // hour. Nomad sets no bound; an unbounded one would let a stopped job hold

@@ -74,8 +74,9 @@ type allocRunner struct {
 	endpointMember  *structs.EndpointMemberStatus
 	goneErr         string
 
-	// delayCut is closed (cutShutdownDelay) when the client shuts down:
-	// a stop waiting out a shutdown_delay kills the tasks at once.
+	// delayCut is closed (cutShutdownDelay) when the client shuts down
+	// or the servers mark the stop DesiredTransition.NoShutdownDelay: a
+	// stop waiting out a shutdown_delay kills the tasks at once.
 	delayCut     chan struct{}
 	delayCutOnce sync.Once
 
@@ -417,6 +418,13 @@ func (ar *allocRunner) update(a *structs.Allocation) {
 		// a verdict is judged again.
 		ar.trackDeploymentHealth(a)
 		return
+	}
+	if a.DesiredTransition.NoShutdownDelay || a.DesiredStatus == structs.AllocDesiredStatusEvict {
+		// A stop that must not wait (a drain's deadline, or an eviction:
+		// the scheduler already placed the preemptor on the resources
+		// this allocation frees): a wait already begun ends and the
+		// tasks are killed now.
+		ar.cutShutdownDelay()
 	}
 	ar.stopDelayed()
 }

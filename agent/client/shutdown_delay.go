@@ -12,15 +12,17 @@ import (
 // router's rotation (allocRunner.stopTasks) before this runs; then the
 // group's delay passes, then each task's own, and only then is the task
 // sent its kill signal. The wait runs in a goroutine of its own, so the
-// allocation watch that asked for the stop goes on. A client shutting down
-// cuts the wait short (cutShutdownDelay) and kills at once.
+// allocation watch that asked for the stop goes on. A client shutting down,
+// or a stop the servers mark DesiredTransition.NoShutdownDelay (a node
+// drain's deadline), cuts the wait short (cutShutdownDelay) and kills at
+// once.
 
 // killAfterShutdownDelay starts the delayed kills of trs when the group
 // or any of its tasks has a shutdown_delay, and reports whether it did
 // (false: the caller kills at once). Each task still alive gets a
 // TaskEventWaitingShutdownDelay event saying how long it waits.
 func (ar *allocRunner) killAfterShutdownDelay(trs []*taskRunner) bool {
-	if ar.alloc.Job == nil {
+	if ar.alloc.Job == nil || ar.shutdownDelayCut() {
 		return false
 	}
 	tg := ar.alloc.Job.LookupTaskGroup(ar.alloc.TaskGroup)
@@ -82,7 +84,19 @@ func (ar *allocRunner) taskRunning(task string) bool {
 	return ts != nil && ts.State == structs.TaskStateRunning
 }
 
-// cutShutdownDelay ends every shutdown_delay wait of the allocation.
+// shutdownDelayCut reports whether cutShutdownDelay ran: a stop from then
+// on does not wait.
+func (ar *allocRunner) shutdownDelayCut() bool {
+	select {
+	case <-ar.delayCut:
+		return true
+	default:
+		return false
+	}
+}
+
+// cutShutdownDelay ends every shutdown_delay wait of the allocation, and
+// any to come.
 func (ar *allocRunner) cutShutdownDelay() {
 	ar.delayCutOnce.Do(func() {
 		if ar.delayCut != nil {

@@ -86,3 +86,48 @@ func TestShutdownDelayCutByClientShutdown(t *testing.T) {
 		return err == syscall.ESRCH, "task process still exists after Shutdown"
 	})
 }
+
+// startDelayed runs a task with a group shutdown_delay of an hour and
+// returns its allocation once it runs.
+func startDelayed(t *testing.T, srv *clienttest.Server, c *Client) *structs.Allocation {
+	t.Helper()
+	a := clienttest.NativeAlloc(c.Node().ID, structs.JobTypeService, "/bin/sh", []string{"-c", "exec sleep 600"}, nil)
+	a.Job.TaskGroups[0].ShutdownDelay = time.Hour
+	srv.UpsertAlloc(a)
+	srv.WaitForAlloc(t, a.ID, 15*time.Second, running)
+	return a
+}
+
+// A stop the servers mark NoShutdownDelay (a node drain's deadline) cuts
+// a shutdown_delay wait already begun.
+func TestShutdownDelayCutByNoShutdownDelay(t *testing.T) {
+	srv := clienttest.NewServer()
+	c := newTestClient(t, srv, "", nil)
+	a := startDelayed(t, srv, c)
+	if err := srv.StopAlloc(a.ID); err != nil {
+		t.Fatal(err)
+	}
+	srv.WaitForAlloc(t, a.ID, 10*time.Second, func(a *structs.Allocation) bool {
+		return eventOf(a, "main", structs.TaskEventWaitingShutdownDelay) != nil
+	})
+	cut := srv.Alloc(a.ID)
+	cut.DesiredTransition.NoShutdownDelay = true
+	srv.UpsertAlloc(cut)
+	srv.WaitForAlloc(t, a.ID, 20*time.Second, terminal)
+}
+
+// An allocation evicted for a higher-priority job does not wait out its
+// shutdown_delay: the scheduler placed the preemptor on the resources
+// (GPUs) it frees, at once.
+func TestShutdownDelayNotWaitedOnEviction(t *testing.T) {
+	srv := clienttest.NewServer()
+	c := newTestClient(t, srv, "", nil)
+	a := startDelayed(t, srv, c)
+	ev := srv.Alloc(a.ID)
+	ev.DesiredStatus, ev.DesiredDescription, ev.PreemptedByJob = structs.AllocDesiredStatusEvict, `preempted by job "urgent" (priority 90)`, "urgent"
+	srv.UpsertAlloc(ev)
+	got := srv.WaitForAlloc(t, a.ID, 20*time.Second, terminal)
+	if w := eventOf(got, "main", structs.TaskEventWaitingShutdownDelay); w != nil {
+		t.Fatalf("evicted allocation waited for its shutdown_delay: %s", w.DisplayMessage)
+	}
+}

@@ -60,8 +60,10 @@ func (f *FSM) applyDeploymentStatusUpdate(index uint64, req *structs.DeploymentS
 // revertStillDue returns the auto-revert job and status update to apply:
 // job and u as sent, unless the job is no longer at the failed
 // deployment's version (a newer version was registered after the entry
-// was decided, or it is gone). Then the revert would overwrite that
-// version: it is dropped and the description says so.
+// was decided, or it is gone), or the version it restores declares an
+// endpoint name another live job of the namespace now declares. Then the
+// revert would overwrite that version, or share the name: it is dropped
+// and the description says so.
 func (f *FSM) revertStillDue(job *structs.Job, u *structs.DeploymentStatusUpdate) (*structs.Job, *structs.DeploymentStatusUpdate, error) {
 	if job == nil || u == nil {
 		return job, u, nil
@@ -75,16 +77,25 @@ func (f *FSM) revertStillDue(job *structs.Job, u *structs.DeploymentStatusUpdate
 	if err != nil {
 		return nil, nil, err
 	}
-	if cur != nil && cur.ID == job.ID && cur.Version == d.JobVersion {
-		return job, u, nil
+	var why string
+	switch {
+	case cur == nil:
+		why = "the job is gone"
+	case cur.ID != job.ID || cur.Version != d.JobVersion:
+		why = fmt.Sprintf("the job is at version %d now", cur.Version)
+	default:
+		// The rollback is a job register that skips applyJobRegister:
+		// the version it restores may declare an endpoint name another
+		// live job took since.
+		conflict := EndpointNameConflict(s, job)
+		if conflict == nil {
+			return job, u, nil
+		}
+		why = conflict.Error()
 	}
 	c := *u
 	c.StatusDescription = strings.TrimSuffix(c.StatusDescription, structs.DeploymentStatusDescriptionRollback("", job.Version))
-	if cur != nil {
-		c.StatusDescription += fmt.Sprintf(" - not rolling back: the job is at version %d now", cur.Version)
-	} else {
-		c.StatusDescription += " - not rolling back: the job is gone"
-	}
+	c.StatusDescription += " - not rolling back: " + why
 	return nil, &c, nil
 }
 
