@@ -375,6 +375,7 @@ func (d *Driver) startWithShim(cfg *driver.TaskConfig, tc *taskConfig, path stri
 		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
 	}
 	rs, pid, err := startShim(cfg, spec, sh)
+	go d.refillShim()
 	if err != nil {
 		return nil, fmt.Errorf("start command %q: %w", tc.Command, err)
 	}

@@ -92,8 +92,10 @@ func (s *idleShim) discard() {
 }
 
 // takeShim returns the driver's idle shim, or a newly started one when
-// there is none (the first task, or several starting at once), and has a
-// replacement started in the background.
+// there is none (the first task, or several starting at once). The caller
+// has a replacement started (refillShim) once its task runs: a shim's
+// start is an exec and the Go runtime's start, CPU that on a small host
+// the task's own start would otherwise wait behind.
 func (d *Driver) takeShim() (*idleShim, error) {
 	d.shimMu.Lock()
 	sh := d.idle
@@ -103,7 +105,6 @@ func (d *Driver) takeShim() (*idleShim, error) {
 		sh.discard()
 		sh = nil
 	}
-	go d.refillShim()
 	if sh != nil {
 		return sh, nil
 	}
