@@ -615,20 +615,7 @@ func sortedAttrs(attrs hcl.Attributes) []*hcl.Attribute {
 // zero or more; the server checks the upper bound
 // (structs/shutdown_delay.go).
 func (d *decoder) shutdownDelay(attr *hcl.Attribute, dst *time.Duration) {
-	var v time.Duration
-	if !d.duration(attr, &v) {
-		return
-	}
-	if v < 0 {
-		d.diags = append(d.diags, &hcl.Diagnostic{
-			Severity: hcl.DiagError,
-			Summary:  "Invalid shutdown_delay",
-			Detail:   fmt.Sprintf("Attribute %q must be a duration of zero or more, such as \"10s\"; got %s.", attr.Name, v),
-			Subject:  attr.Expr.Range().Ptr(),
-		})
-		return
-	}
-	*dst = v
+	d.durationFrom(attr, dst, true, "must be a duration of zero or more, such as \"10s\"", "")
 }
 
 // maxRunDuration decodes a group's or task's max_run_duration: a duration
@@ -636,15 +623,24 @@ func (d *decoder) shutdownDelay(attr *hcl.Attribute, dst *time.Duration) {
 // JSON a zero MaxRunDuration means none); the server checks the upper
 // bound and the job type (structs/deadline.go).
 func (d *decoder) maxRunDuration(attr *hcl.Attribute, dst *time.Duration) {
+	d.durationFrom(attr, dst, false, "must be a duration above zero, such as \"30m\" or \"2h\"", " Leave it out for no deadline.")
+}
+
+// durationFrom decodes attr into dst as a duration of zero or more
+// (zeroOK) or above zero; a smaller one is an "Invalid <attribute>" error
+// saying what the attribute must be (must), what it got, then hint, and
+// dst is left as is.
+func (d *decoder) durationFrom(attr *hcl.Attribute, dst *time.Duration, zeroOK bool, must, hint string) {
 	var v time.Duration
 	if !d.duration(attr, &v) {
 		return
 	}
-	if v <= 0 {
+	if v < 0 || v == 0 && !zeroOK {
+		detail := fmt.Sprintf("Attribute %q %s; got %s.%s", attr.Name, must, v, hint)
 		d.diags = append(d.diags, &hcl.Diagnostic{
 			Severity: hcl.DiagError,
-			Summary:  "Invalid max_run_duration",
-			Detail:   fmt.Sprintf("Attribute %q must be a duration above zero, such as \"30m\" or \"2h\"; got %s. Leave it out for no deadline.", attr.Name, v),
+			Summary:  "Invalid " + attr.Name,
+			Detail:   detail,
 			Subject:  attr.Expr.Range().Ptr(),
 		})
 		return
