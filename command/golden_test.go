@@ -23,8 +23,8 @@ var handWritten = map[string]struct {
 	want string
 }{
 	"node_status_list.golden": {[]string{"node", "status"}, "" +
-		"ID        DC   Name    Class   Drivers  GPUs  Status\n" +
-		"ef567890  dc1  laptop  <none>  native   3     ready\n"},
+		"ID        DC   Name    Class   Drivers  GPUs  Drain  Eligibility  Status\n" +
+		"ef567890  dc1  laptop  <none>  native   3     false  eligible     ready\n"},
 	"alloc_status.golden": {[]string{"alloc", "status", "abcd1234"}, "" +
 		"ID                  = abcd1234-5678-90ab-cdef-111111111111\n" +
 		"Eval ID             = 1a2b3c4d\n" +

@@ -21,7 +21,10 @@ func (c *JobStopCommand) Help() string {
 Usage: gpulayer job stop [options] ID
 
   Stops the job with the given ID (or unique ID prefix): its allocations
-  are told to stop. With -purge the job is also removed.
+  are told to stop. With -purge the job is also removed. It returns once
+  the stop's evaluation is done; tasks with a shutdown_delay wait it out
+  before they are killed (alloc status shows "Waiting for shutdown
+  delay" meanwhile).
 ` + generalOptions + `
 Stop Options:
 

@@ -54,8 +54,11 @@ Usage: gpulayer node drain [options] -enable|-disable NODE
 
   Drains a node: it takes no new allocations, its service allocations are
   placed on other nodes and each old one stops once its replacement runs,
-  and batch allocations run until the deadline, when whatever is left is
-  stopped. An opportunistic node about to sleep drains itself with -self.
+  and batch allocations (and services no other node can take) run until
+  the deadline, when whatever is left is stopped at once, shutdown_delay
+  or not. The command returns once the drain is set; node status shows
+  Drain true until it ends. An opportunistic node about to sleep drains
+  itself with -self.
 ` + generalOptions + `
 Drain Options:
 

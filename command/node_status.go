@@ -19,9 +19,10 @@ func (c *NodeStatusCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: gpulayer node status [options] [NODE]
 
-  Without NODE, lists every client node with its GPU count. With a node ID
-  or unique ID prefix, shows its attributes, resources and each GPU
-  instance: ID, model, memory, health and the allocation holding it.
+  Without NODE, lists every client node with its GPU count, whether it is
+  being drained and whether it takes new allocations. With a node ID or
+  unique ID prefix, shows its attributes, resources and each GPU instance:
+  ID, model, memory, health and the allocation holding it.
 ` + generalOptions + `
 Status Options:
 
@@ -94,9 +95,9 @@ func nodeList(nodes []*api.Node) string {
 	})
 	rows := make([][]string, len(nodes))
 	for i, n := range nodes {
-		rows[i] = []string{shortID(n.ID), n.Datacenter, n.Name, orNone(n.NodeClass), orNone(healthyDrivers(n)), strconv.Itoa(gpuCount(n)), n.Status}
+		rows[i] = []string{shortID(n.ID), n.Datacenter, n.Name, orNone(n.NodeClass), orNone(healthyDrivers(n)), strconv.Itoa(gpuCount(n)), strconv.FormatBool(n.Drain), n.SchedulingEligibility, n.Status}
 	}
-	return table([]string{"ID", "DC", "Name", "Class", "Drivers", "GPUs", "Status"}, rows)
+	return table([]string{"ID", "DC", "Name", "Class", "Drivers", "GPUs", "Drain", "Eligibility", "Status"}, rows)
 }
 
 // healthyDrivers lists the node's healthy drivers, comma-separated.
@@ -148,6 +149,7 @@ func (m *Meta) showNode(client *api.Client, id string) int {
 		{"Drivers", healthyDrivers(node)},
 		{"Status", node.Status},
 		{"Status Description", node.StatusDescription},
+		{"Drain", strconv.FormatBool(node.Drain)},
 		{"Eligibility", node.SchedulingEligibility},
 	}))
 	if len(node.Attributes) > 0 {
