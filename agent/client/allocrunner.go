@@ -47,6 +47,9 @@ type allocRunner struct {
 	clientStatus  string
 	clientDesc    string
 	stopRequested bool
+	// stopRecorded is set once the servers' stop of the allocation is
+	// recorded in the state file (applyAllocs).
+	stopRecorded bool
 	// quiet is set when the client shuts down: nothing more is reported.
 	quiet bool
 	// services runs the checks and registrations of the group's services
@@ -419,6 +422,18 @@ func (ar *allocRunner) update(a *structs.Allocation) {
 		return
 	}
 	ar.stopDelayed()
+}
+
+// markStopRecorded reports whether the servers' stop of the allocation
+// is still to be recorded in the state file, and marks it recorded.
+func (ar *allocRunner) markStopRecorded() bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.stopRecorded {
+		return false
+	}
+	ar.stopRecorded = true
+	return true
 }
 
 // stop kills every task at once; they end dead and not failed.
