@@ -73,15 +73,17 @@ func TestClusterClientRestartWithoutServersServesEndpoint(t *testing.T) {
 		served[m] = true
 		return len(served) == 2, fmt.Sprint(served)
 	})
-	after, d := pids()
+	// The client's API resolves ACL tokens through the servers, so it
+	// cannot list its members now: the processes are checked directly,
+	// and by the router's listing once the server is back.
 	for id, pid := range before {
-		if after[id] != pid {
-			t.Fatalf("member %s: pid %d before, %s after the restart without servers: want it reattached", id, pid, d)
+		if processGone(pid) {
+			t.Fatalf("member %s: pid %d gone after the restart without servers: want it reattached", id, pid)
 		}
 	}
-	if !strings.Contains(cl.logText(), "serving from local state") {
-		t.Errorf("the client's log does not say it serves from local state:\n%s", cl.logText())
-	}
+	waittest.For(t, 30*time.Second, "the client's log says it serves from local state", func() (bool, string) {
+		return strings.Contains(cl.logText(), "serving from local state"), "no such line"
+	})
 
 	srv.start()
 	waittest.For(t, 90*time.Second, "the client registered again, the job's 2 allocations running", func() (bool, string) {
@@ -103,7 +105,7 @@ func TestClusterClientRestartWithoutServersServesEndpoint(t *testing.T) {
 	final, d := pids()
 	for id, pid := range before {
 		if final[id] != pid {
-			t.Fatalf("member %s: pid %d before, %s once the server is back: want it kept", id, pid, d)
+			t.Fatalf("member %s: pid %d before, %s once the server is back: want it reattached and kept", id, pid, d)
 		}
 	}
 }
