@@ -336,7 +336,20 @@ func (ar *allocRunner) updateTask(name string, e *structs.TaskEvent, mod func(ts
 			}
 		}
 	}
+	var def *structs.Allocation
+	if e != nil && e.Type == structs.TaskEventStarted && !ar.quiet {
+		// The record restoreAllocs rebuilds from keeps the task's
+		// history, so a reattached task's Started event survives.
+		d := *ar.alloc
+		d.TaskStates = copyTaskStates(ar.taskStates)
+		def = &d
+	}
 	ar.mu.Unlock()
+	if def != nil {
+		if err := ar.c.state.putAllocDefs([]*structs.Allocation{def}); err != nil {
+			ar.logger.Warn("record allocation for restore", "error", err)
+		}
+	}
 	for _, tr := range siblings {
 		tr.kill()
 	}
