@@ -345,15 +345,19 @@ func (ar *allocRunner) updateTask(name string, e *structs.TaskEvent, mod func(ts
 		def = &d
 	}
 	ar.mu.Unlock()
+	for _, tr := range siblings {
+		tr.kill()
+	}
+	ar.changed()
+	// After the report is queued, so its fsync does not hold the
+	// "running" update back; before updateTask returns, so it is on disk
+	// before the task's exit can be handled (finishAlloc removes the
+	// record, and must come after this write).
 	if def != nil {
 		if err := ar.c.state.putAllocDefs([]*structs.Allocation{def}); err != nil {
 			ar.logger.Warn("record allocation for restore", "error", err)
 		}
 	}
-	for _, tr := range siblings {
-		tr.kill()
-	}
-	ar.changed()
 }
 
 // maxTaskEvents bounds the events kept per task, as Nomad does (10).
