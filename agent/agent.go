@@ -80,6 +80,10 @@ func New(cfg *Config, logger hclog.Logger) (*Agent, error) {
 	return a, nil
 }
 
+// clientRegisterWait is how long a client-only agent's start waits for
+// the first registration before it goes on without (client.NewClient).
+const clientRegisterWait = 5 * time.Second
+
 func (a *Agent) start() error {
 	cfg := a.config
 	// Take the HTTP port first, so a port already in use fails start-up
@@ -194,7 +198,15 @@ func (a *Agent) start() error {
 			simulated = append(simulated, simulatedGroups(hex.EncodeToString(seed[:]), cfg.Client.SimulatedGPUs)...)
 		}
 		outMaxFiles, outMaxBytes := cfg.Client.outputLimits()
+		// A client-only agent waits briefly for its servers: when none
+		// answers (a control-plane outage) it starts anyway, serving its
+		// allocations from local state, and registers in the background.
+		var regWait time.Duration
+		if a.server == nil {
+			regWait = clientRegisterWait
+		}
 		cl, err := client.NewClient(&client.Config{
+			RegisterTimeout:  regWait,
 			DataDir:          filepath.Join(cfg.DataDir, "client"),
 			NodeName:         cfg.Name,
 			Datacenter:       cfg.Datacenter,

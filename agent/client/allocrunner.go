@@ -47,6 +47,9 @@ type allocRunner struct {
 	clientStatus  string
 	clientDesc    string
 	stopRequested bool
+	// stopRecorded is set once the servers' stop of the allocation is
+	// recorded in the state file (applyAllocs).
+	stopRecorded bool
 	// quiet is set when the client shuts down: nothing more is reported.
 	quiet bool
 	// services runs the checks and registrations of the group's services
@@ -334,11 +337,28 @@ func (ar *allocRunner) updateTask(name string, e *structs.TaskEvent, mod func(ts
 			}
 		}
 	}
+	var def *structs.Allocation
+	if e != nil && e.Type == structs.TaskEventStarted && !ar.quiet {
+		// The record restoreAllocs rebuilds from keeps the task's
+		// history, so a reattached task's Started event survives.
+		d := *ar.alloc
+		d.TaskStates = copyTaskStates(ar.taskStates)
+		def = &d
+	}
 	ar.mu.Unlock()
 	for _, tr := range siblings {
 		tr.kill()
 	}
 	ar.changed()
+	// After the report is queued, so its fsync does not hold the
+	// "running" update back; before updateTask returns, so it is on disk
+	// before the task's exit can be handled (finishAlloc removes the
+	// record, and must come after this write).
+	if def != nil {
+		if err := ar.c.state.putAllocDefs([]*structs.Allocation{def}); err != nil {
+			ar.logger.Warn("record allocation for restore", "error", err)
+		}
+	}
 }
 
 // maxTaskEvents bounds the events kept per task, as Nomad does (10).
@@ -427,6 +447,18 @@ func (ar *allocRunner) update(a *structs.Allocation) {
 		ar.cutShutdownDelay()
 	}
 	ar.stopDelayed()
+}
+
+// markStopRecorded reports whether the servers' stop of the allocation
+// is still to be recorded in the state file, and marks it recorded.
+func (ar *allocRunner) markStopRecorded() bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.stopRecorded {
+		return false
+	}
+	ar.stopRecorded = true
+	return true
 }
 
 // stop kills every task at once; they end dead and not failed.

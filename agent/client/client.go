@@ -68,11 +68,15 @@ type Client struct {
 	shutdownOnce sync.Once
 }
 
-// NewClient fingerprints the host, registers the node (retrying with
-// backoff for up to cfg.RegisterTimeout) and starts the heartbeat, alloc
-// watch, status sync, telemetry and GPU health loops. It returns once the node is registered.
-// Errors: a bad config (wrapping structs.ErrInvalid), an unusable DataDir,
-// or the last registration error when the timeout passes.
+// NewClient fingerprints the host, restores the allocations an earlier
+// life of it recorded (restoreAllocs: reattached, serving) and starts the
+// status sync, telemetry and GPU health loops; it registers the node in
+// the background, retrying with backoff until a server takes it, then
+// starts the heartbeat and the alloc watch. It returns once the node is
+// registered, or after cfg.RegisterTimeout with the registration still
+// retrying (servers unreachable: it logs so and serves from local
+// state). Errors: a bad config (wrapping structs.ErrInvalid), an unusable
+// DataDir or state file.
 func NewClient(cfg *Config) (*Client, error) {
 	c0, err := cfg.withDefaults()
 	if err != nil {
@@ -129,23 +133,45 @@ func NewClient(cfg *Config) (*Client, error) {
 		c.state.close()
 		return nil, err
 	}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-
-	regCtx, cancel := context.WithTimeout(c.ctx, c0.RegisterTimeout)
-	err = c.registerWithRetry(regCtx)
-	cancel()
+	defs, err := c.state.allocDefs()
 	if err != nil {
-		c.cancel()
 		c.state.close()
 		return nil, err
 	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+
+	// Local state first, the servers after (as Nomad's client): the
+	// allocations of an earlier life run again (reattached) and their
+	// endpoints serve before, and whether or not, a server answers.
 	c.endpoints = newEndpointManager(c, c0.newEndpointRouter())
-	c.wg.Add(5)
+	c.wg.Add(3)
 	go func() { defer c.wg.Done(); c.endpoints.run(c.ctx) }()
-	go func() { defer c.wg.Done(); c.heartbeatLoop() }()
-	go func() { defer c.wg.Done(); c.watchAllocs() }()
 	go func() { defer c.wg.Done(); c.sync.run(c.ctx) }()
 	go func() { defer c.wg.Done(); c.telemetryLoop() }()
+	restored := c.restoreAllocs(defs)
+
+	registered := make(chan struct{})
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if c.registerWithRetry(c.ctx) != nil {
+			return // only when the client stops
+		}
+		close(registered)
+		// The heartbeat and the alloc watch follow the registration: the
+		// servers authenticate both by the node's secret.
+		c.wg.Add(2)
+		go func() { defer c.wg.Done(); c.heartbeatLoop() }()
+		go func() { defer c.wg.Done(); c.watchAllocs() }()
+	}()
+	wait := time.NewTimer(c0.RegisterTimeout)
+	select {
+	case <-registered:
+	case <-wait.C:
+		c.logger.Warn("servers unreachable: serving from local state and registering in the background",
+			"waited", c0.RegisterTimeout, "restored_allocs", restored)
+	}
+	wait.Stop()
 	c.startHealth()
 	c.resumeLogArchives()
 	return c, nil
@@ -211,32 +237,47 @@ func (c *Client) buildNode() (*structs.Node, error) {
 	return n, nil
 }
 
+// Registration retry bounds: the first wait, and the most it doubles to.
+const (
+	registerRetry    = 250 * time.Millisecond
+	maxRegisterRetry = 10 * time.Second
+)
+
 // registerWithRetry registers the node, retrying with exponential backoff
-// (250 ms doubling to 10 s) until it succeeds or ctx ends.
+// (registerRetry doubling to maxRegisterRetry, each wait jittered so a
+// fleet cut off together does not come back in step) until it succeeds or
+// ctx ends.
 func (c *Client) registerWithRetry(ctx context.Context) error {
-	backoff := 250 * time.Millisecond
-	for {
+	backoff := registerRetry
+	for attempt := 1; ; attempt++ {
 		err := c.register(ctx)
 		if err == nil {
+			if attempt > 1 {
+				c.logger.Info("servers reachable again: node registered", "attempts", attempt)
+			}
 			return nil
 		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("register node: %w (gave up: %v)", err, ctx.Err())
+		}
+		wait := jittered(backoff)
 		if errors.Is(err, structs.ErrPermissionDenied) {
 			// The usual cause: the servers' ACLs are on and this agent
 			// has no token that may register nodes.
 			c.logger.Error("the servers refused to register this node; retrying: give the agent a token whose policy has "+
 				"node { policy = \"write\" } in acl { token = \"...\" } or -acl-token (website/docs/acl.md)",
-				"error", err, "retry_in", backoff)
+				"error", err, "attempt", attempt, "retry_in", wait)
 		} else {
-			c.logger.Warn("node registration failed; retrying", "error", err, "retry_in", backoff)
+			c.logger.Warn("node registration failed (servers unreachable?); retrying", "error", err, "attempt", attempt, "retry_in", wait)
 		}
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("register node: %w (gave up: %v)", err, ctx.Err())
 		case <-t.C:
 		}
-		backoff = min(backoff*2, 10*time.Second)
+		backoff = min(backoff*2, maxRegisterRetry)
 	}
 }
 

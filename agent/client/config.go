@@ -102,8 +102,10 @@ type Config struct {
 	// LogMaxFileSizeMB is the size in MiB at which a log file rotates;
 	// default 10.
 	LogMaxFileSizeMB int
-	// RegisterTimeout bounds how long NewClient keeps retrying the first
-	// registration; default 1 minute.
+	// RegisterTimeout bounds how long NewClient waits for the first
+	// registration before it returns with the registration retrying in
+	// the background (the client serves from local state meanwhile);
+	// default 1 minute.
 	RegisterTimeout time.Duration
 	// SyncInterval is the first wait before resending allocation status
 	// updates the servers refused; it doubles up to 2 seconds. Updates are

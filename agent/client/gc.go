@@ -37,6 +37,9 @@ func (c *Client) collectAlloc(allocID string) {
 	if err := c.state.deleteAllocStart(allocID); err != nil {
 		log.Warn("forget allocation start", "error", err)
 	}
+	if err := c.state.deleteAllocDef(allocID); err != nil {
+		log.Warn("forget allocation", "error", err)
+	}
 	dir := filepath.Join(c.cfg.DataDir, "allocs", allocID)
 	// Removed beneath the allocs directory: RemoveAll unlinks symlinks
 	// and hard links the tasks made, never what they point to.

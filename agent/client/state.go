@@ -53,7 +53,7 @@ func openState(dataDir string) (*stateDB, error) {
 }
 
 // finishAlloc records an allocation's final status and forgets its task
-// handles and start in one transaction: one fsync on the path from the
+// handles, start and definition in one transaction: one fsync on the path from the
 // last task's exit to the status report instead of three, and no state
 // file in which a finished allocation still has handles to reattach to.
 func (s *stateDB) finishAlloc(allocID string, rec *allocRecord) error {
@@ -66,6 +66,9 @@ func (s *stateDB) finishAlloc(allocID string, rec *allocRecord) error {
 			return err
 		}
 		if err := deleteHandlesTx(tx, allocID); err != nil {
+			return err
+		}
+		if err := deleteAllocDefTx(tx, allocID); err != nil {
 			return err
 		}
 		return deleteAllocStartTx(tx, allocID)

@@ -133,6 +133,10 @@ func (c *Client) watchAllocChanges(cc AllocChangesConn) bool {
 func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 	seen := make(map[string]bool, len(allocs))
 	var start []*allocRunner
+	// defs are the allocations recorded for restoreAllocs: those of new
+	// runners, and of runners told to stop (so a restart does not run
+	// them again before a server answers).
+	var defs []*structs.Allocation
 	for _, a := range allocs {
 		if a == nil {
 			continue
@@ -144,6 +148,9 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 		c.mu.Unlock()
 		switch {
 		case ar != nil:
+			if a.DesiredStatus != structs.AllocDesiredStatusRun && ar.markStopRecorded() {
+				defs = append(defs, a)
+			}
 			ar.update(a)
 		case rec != nil:
 			// Finished in an earlier life; make sure the servers know.
@@ -184,6 +191,14 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 			c.mu.Unlock()
 			start = append(start, ar)
 		}
+	}
+	for _, ar := range start {
+		defs = append(defs, ar.alloc)
+	}
+	if err := c.state.putAllocDefs(defs); err != nil {
+		// Only a restart without servers suffers: it cannot restore
+		// these until a server answers.
+		c.logger.Warn("record allocations for restore", "error", err)
 	}
 	for _, ar := range start {
 		ar.logger.Info("starting allocation", "job", ar.jobName(), "group", ar.alloc.TaskGroup)
@@ -254,6 +269,8 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 			c.mu.Unlock()
 			if finished {
 				c.collectAlloc(ar.alloc.ID)
+			} else if err := c.state.deleteAllocDef(ar.alloc.ID); err != nil {
+				ar.logger.Warn("forget allocation", "error", err)
 			}
 		}()
 	}
@@ -299,5 +316,8 @@ func (c *Client) stopOrphans(allocID string, handles map[string]*driver.TaskHand
 	}
 	if err := c.state.deleteHandles(allocID); err != nil {
 		c.logger.Warn("forget task handles", "alloc_id", allocID, "error", err)
+	}
+	if err := c.state.deleteAllocDef(allocID); err != nil {
+		c.logger.Warn("forget allocation", "alloc_id", allocID, "error", err)
 	}
 }
