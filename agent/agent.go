@@ -288,6 +288,7 @@ func (a *Agent) start() error {
 	}
 	a.httpServer = newHTTPServer(handler, lim, a.logger.Named("http"))
 	parker.SetHandler(a.httpServer.Handler)
+	a.httpServer.ConnState = parker.ConnState
 	// Requests share a context that shutdown cancels after a short grace:
 	// http.Server.Shutdown waits for active connections, and a client
 	// agent's blocking query on its allocations (or anyone's) may wait

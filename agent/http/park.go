@@ -64,6 +64,10 @@ type Parker struct {
 	mu      sync.Mutex
 	handler http.Handler
 	parked  map[net.Conn]struct{}
+	// handed holds the connections given back to the http.Server that
+	// have not started a request since (ConnState): Close closes them,
+	// as the server would wait for them (see ConnState).
+	handed map[net.Conn]struct{}
 }
 
 type acceptResult struct {
@@ -78,7 +82,8 @@ func NewParker(inner net.Listener, logger hclog.Logger) *Parker {
 		logger = hclog.NewNullLogger()
 	}
 	return &Parker{inner: inner, logger: logger, accepted: make(chan acceptResult), resumed: make(chan net.Conn, 64),
-		done: make(chan struct{}), acceptEnded: make(chan struct{}), parked: map[net.Conn]struct{}{}}
+		done: make(chan struct{}), acceptEnded: make(chan struct{}), parked: map[net.Conn]struct{}{},
+		handed: map[net.Conn]struct{}{}}
 }
 
 // SetHandler sets the handler resumed requests run through: the
@@ -136,11 +141,32 @@ func (p *Parker) Close() error {
 	p.mu.Lock()
 	conns := p.parked
 	p.parked = map[net.Conn]struct{}{}
+	handed := p.handed
+	p.handed = map[net.Conn]struct{}{}
 	p.mu.Unlock()
 	for c := range conns {
 		_ = c.Close()
 	}
+	for c := range handed {
+		_ = c.Close()
+	}
 	return err
+}
+
+// ConnState is the http.Server's ConnState hook (chain it with any
+// other): it follows the connections the Parker handed back. To the
+// server such a connection is new (StateNew) until its next request, and
+// http.Server.Shutdown waits up to 5 s for a new connection to send one;
+// a client that keeps it open without asking again held the agent's 5 s
+// shutdown to its deadline. Close (which Shutdown calls first) closes
+// those that have not started a request; one that has is the server's.
+func (p *Parker) ConnState(c net.Conn, st http.ConnState) {
+	if st == http.StateNew {
+		return
+	}
+	p.mu.Lock()
+	delete(p.handed, c)
+	p.mu.Unlock()
 }
 
 // Addr is the inner listener's address.
@@ -288,9 +314,15 @@ func (p *Parker) resume(conn net.Conn, h http.Handler, orig *http.Request, start
 		_ = conn.Close()
 		return
 	}
+	p.mu.Lock()
+	p.handed[conn] = struct{}{}
+	p.mu.Unlock()
 	select {
 	case p.resumed <- conn:
 	case <-p.done:
+		p.mu.Lock()
+		delete(p.handed, conn)
+		p.mu.Unlock()
 		_ = conn.Close()
 	}
 }
