@@ -140,7 +140,33 @@ func (p *Parker) Close() error {
 	for c := range conns {
 		_ = c.Close()
 	}
+	p.dropResumed()
 	return err
+}
+
+// dropResumed closes the resumed connections no Accept has taken: once
+// the Parker is closed or its listener has failed, none will.
+func (p *Parker) dropResumed() {
+	for {
+		select {
+		case c := <-p.resumed:
+			_ = c.Close()
+		default:
+			return
+		}
+	}
+}
+
+// stopped reports whether Accept hands out no more connections.
+func (p *Parker) stopped() bool {
+	select {
+	case <-p.done:
+		return true
+	case <-p.acceptEnded:
+		return true
+	default:
+		return false
+	}
 }
 
 // Addr is the inner listener's address.
@@ -284,7 +310,7 @@ func (p *Parker) resume(conn net.Conn, h http.Handler, orig *http.Request, start
 		_, err = conn.Write(out.Bytes())
 		_ = conn.SetWriteDeadline(time.Time{})
 	}
-	if err != nil || closeAfter {
+	if err != nil || closeAfter || p.stopped() {
 		_ = conn.Close()
 		return
 	}
@@ -292,6 +318,15 @@ func (p *Parker) resume(conn net.Conn, h http.Handler, orig *http.Request, start
 	case p.resumed <- conn:
 	case <-p.done:
 		_ = conn.Close()
+		return
+	case <-p.acceptEnded:
+		_ = conn.Close()
+		return
+	}
+	// Stopped since (Close's dropResumed may have run before the send):
+	// nothing will take it from the queue.
+	if p.stopped() {
+		p.dropResumed()
 	}
 }
 
