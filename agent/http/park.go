@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -37,6 +38,22 @@ import (
 // parkResumeTimeout bounds the write of a resumed query's answer: a
 // client gone while its query waited is not noticed before.
 const parkResumeTimeout = 10 * time.Second
+
+// parkProbeInterval is how often a parked connection is looked at
+// (probeParked): a client that hung up frees its connection, its slot
+// under the per-client limit and its wait within that, as net/http's
+// background read frees a waiting handler's, and bytes it sent end the
+// wait. A look is one non-blocking recv(MSG_PEEK).
+const parkProbeInterval = 2 * time.Second
+
+// parkProbe is what probeParked saw on a parked connection.
+type parkProbe int
+
+const (
+	parkIdle parkProbe = iota
+	parkBytes
+	parkGone
+)
 
 // errParked is returned by a route whose request a Parker took over: the
 // answer will come from the resumed request, nothing is written now.
@@ -253,16 +270,31 @@ func (p *Parker) waitParked(conn net.Conn, wait *server.QueryWait, resume func()
 	var c [4]<-chan struct{}
 	copy(c[:], wait.Chans)
 	t := time.NewTimer(wait.Wait)
+	probe := time.NewTicker(parkProbeInterval)
 	closed := false
-	select {
-	case <-c[0]:
-	case <-c[1]:
-	case <-c[2]:
-	case <-c[3]:
-	case <-t.C:
-	case <-p.done:
-		closed = true
+wait:
+	for {
+		select {
+		case <-c[0]:
+		case <-c[1]:
+		case <-c[2]:
+		case <-c[3]:
+		case <-t.C:
+		case <-p.done:
+			closed = true
+		case <-probe.C:
+			switch probeParked(conn) {
+			case parkIdle:
+				continue wait
+			case parkGone:
+				closed = true
+			case parkBytes:
+				// Answer now; the HTTP server reads what follows.
+			}
+		}
+		break
 	}
+	probe.Stop()
 	t.Stop()
 	wait.Release()
 	p.mu.Lock()
@@ -355,3 +387,19 @@ func (r *parkRecorder) Write(b []byte) (int, error) {
 
 // routeClientAllocs is the one parkable route.
 const routeClientAllocs = "GET /v1/node/{id}/client-allocs"
+
+// socketOf is the socket under c's wrappers (TLS, the connection limit),
+// nil when there is none to look at.
+func socketOf(c net.Conn) syscall.Conn {
+	for i := 0; i < 8 && c != nil; i++ {
+		if sc, ok := c.(syscall.Conn); ok {
+			return sc
+		}
+		u, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			return nil
+		}
+		c = u.NetConn()
+	}
+	return nil
+}

@@ -2,9 +2,12 @@ package http
 
 import (
 	"bufio"
+	"crypto/tls"
 	"io"
 	"net"
 	"net/http"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -88,3 +91,80 @@ func TestResumedWithNoServerIsClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestParkedClientGoneIsNoticed: a client that hangs up while its query is
+// parked frees the connection (its descriptor, its slot under the
+// per-client connection limit, its wait) within seconds, as net/http's
+// background read does for a waiting handler, not at the end of a wait
+// of up to ten minutes: a client agent restarting or retrying would
+// otherwise fill its address's connection limit with dead connections.
+func TestParkedClientGoneIsNoticed(t *testing.T) {
+	pns, p, base := parkFixture(t, 10*time.Minute)
+	addr := strings.TrimPrefix(base, "http://")
+	const n = 20
+	for i := 0; i < n; i++ {
+		_ = dialParked(t, addr)
+	}
+	waittest.Until(t, 20*time.Second, "the queries parked", func() bool { return p.parkedCount() == n })
+	// Of n more, half hang up; the other half stay (closed at cleanup).
+	for i := 0; i < n; i++ {
+		if conn := dialParked(t, addr); i%2 == 0 {
+			_ = conn.Close()
+		}
+	}
+	waittest.Until(t, 20*time.Second, "the hung-up clients' connections freed", func() bool {
+		return p.parkedCount() == n+n/2 && pns.released.Load() == n/2
+	})
+}
+
+// TestParkedBytesEndTheWait: bytes a client sends while its query is
+// parked (a pipelined request, garbage) end the wait: the query is
+// answered and the connection goes back to the HTTP server, which reads
+// those bytes under its own limits, instead of leaving them unread in
+// the kernel until the wait ends.
+func TestParkedBytesEndTheWait(t *testing.T) {
+	_, p, base := parkFixture(t, 10*time.Minute)
+	conn := dialParked(t, strings.TrimPrefix(base, "http://"))
+	waittest.Until(t, 20*time.Second, "the query parked", func() bool { return p.parkedCount() == 1 })
+	if _, err := conn.Write([]byte("GET /v1/node/node-1/client-allocs HTTP/1.1\r\nHost: x\r\n" + structs.HeaderNodeSecret + ": s3cret\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(conn)
+	for i := 0; i < 2; i++ {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("answer %d: status %d", i, resp.StatusCode)
+		}
+	}
+}
+
+// TestSocketOfUnwraps: the socket a parked connection is looked at
+// through is found under TLS and the per-client connection limit, as the
+// agent stacks them.
+func TestSocketOfUnwraps(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	tcp, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tcp.Close()
+	c := tls.Server(&limitedConn{Conn: tcp, release: func() {}}, &tls.Config{})
+	if got := socketOf(c); got != tcp.(syscall.Conn) {
+		t.Fatalf("socketOf = %T, want the TCP connection", got)
+	}
+	if socketOf(nopConn{}) != nil {
+		t.Fatal("socketOf found a socket in a connection without one")
+	}
+}
+
+// nopConn is a net.Conn with no socket under it.
+type nopConn struct{ net.Conn }
