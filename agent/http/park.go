@@ -332,8 +332,10 @@ func (p *Parker) resume(conn net.Conn, h http.Handler, orig *http.Request, start
 	if rec.header.Get("Date") == "" {
 		rec.header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	}
+	// Request: the answer to a HEAD (the mux routes it to the GET) has
+	// no body, or the client would read it as the next answer.
 	resp := &http.Response{StatusCode: rec.code, ProtoMajor: 1, ProtoMinor: 1, Header: rec.header,
-		ContentLength: int64(rec.body.Len()), Body: io.NopCloser(&rec.body), Close: closeAfter}
+		ContentLength: int64(rec.body.Len()), Body: io.NopCloser(&rec.body), Close: closeAfter, Request: req}
 	var out bytes.Buffer
 	out.Grow(rec.body.Len() + 512)
 	err := resp.Write(&out)

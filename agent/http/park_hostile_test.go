@@ -168,3 +168,42 @@ func TestSocketOfUnwraps(t *testing.T) {
 
 // nopConn is a net.Conn with no socket under it.
 type nopConn struct{ net.Conn }
+
+// TestParkedHEADHasNoBody: a HEAD of the parkable route (the mux routes
+// it to the GET) is parked like the GET; its resumed answer carries the
+// headers without the body, as net/http's own, so the next request's
+// answer on the keep-alive connection is read as its own and not behind
+// a body the client never expected.
+func TestParkedHEADHasNoBody(t *testing.T) {
+	pns, p, base := parkFixture(t, 10*time.Minute)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("HEAD" + strings.TrimPrefix(parkedGET, "GET"))); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Until(t, 20*time.Second, "the query parked", func() bool { return p.parkedCount() == 1 })
+	close(pns.wake)
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(conn)
+	head, err := http.ReadResponse(br, &http.Request{Method: http.MethodHead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head.StatusCode != 200 || head.Close {
+		t.Fatalf("HEAD: status %d, close %v", head.StatusCode, head.Close)
+	}
+	if _, err := conn.Write([]byte("GET /v1/node/node-1/client-allocs HTTP/1.1\r\nHost: x\r\n" + structs.HeaderNodeSecret + ": s3cret\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("the answer after the HEAD: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "Allocs") {
+		t.Fatalf("the answer after the HEAD: %d %q", resp.StatusCode, body)
+	}
+}
