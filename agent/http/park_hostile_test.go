@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -205,5 +206,48 @@ func TestParkedHEADHasNoBody(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "Allocs") {
 		t.Fatalf("the answer after the HEAD: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestParkedCountedOnce: a parked query is one request in the request
+// metrics (its resumed run), and its duration counts the wait.
+func TestParkedCountedOnce(t *testing.T) {
+	pns, p, base := parkFixture(t, 10*time.Minute)
+	conn := dialParked(t, strings.TrimPrefix(base, "http://"))
+	waittest.Until(t, 20*time.Second, "the query parked", func() bool { return p.parkedCount() == 1 })
+	time.Sleep(300 * time.Millisecond) // a wait the duration must count
+	close(pns.wake)
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.ReadAll(resp.Body)
+	mresp, err := http.Get(base + "/v1/metrics?format=prometheus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	// Every series of the route, whatever its code.
+	var count, sum float64
+	for _, line := range strings.Split(string(text), "\n") {
+		if !strings.Contains(line, `route="`+routeClientAllocs+`"`) {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatalf("metric line %q", line)
+		}
+		switch {
+		case strings.HasPrefix(line, "gpulayer_http_request_duration_seconds_count"):
+			count += v
+		case strings.HasPrefix(line, "gpulayer_http_request_duration_seconds_sum"):
+			sum += v
+		}
+	}
+	if count != 1 || sum < 0.3 {
+		t.Fatalf("client-allocs counted %v times, %.3fs in all; want once, with its wait:\n%s", count, sum, text)
 	}
 }
