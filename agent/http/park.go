@@ -332,6 +332,11 @@ func (p *Parker) resume(conn net.Conn, h http.Handler, orig *http.Request, start
 	if rec.header.Get("Date") == "" {
 		rec.header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	}
+	if !req.ProtoAtLeast(1, 1) && !closeAfter {
+		// HTTP/1.0 keep-alive (park refused the others): say it is
+		// kept, as net/http does, or the client takes it as closed.
+		rec.header.Set("Connection", "keep-alive")
+	}
 	// Request: the answer to a HEAD (the mux routes it to the GET) has
 	// no body, or the client would read it as the next answer.
 	resp := &http.Response{StatusCode: rec.code, ProtoMajor: 1, ProtoMinor: 1, Header: rec.header,

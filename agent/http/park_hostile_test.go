@@ -251,3 +251,40 @@ func TestParkedCountedOnce(t *testing.T) {
 		t.Fatalf("client-allocs counted %v times, %.3fs in all; want once, with its wait:\n%s", count, sum, text)
 	}
 }
+
+// TestParkedHTTP10KeepAlive: an HTTP/1.0 client that asked to keep its
+// connection (Connection: keep-alive) is told it is kept, as net/http
+// tells it; without that header an HTTP/1.0 client takes the
+// connection as closed after the answer. The connection then serves the
+// next request.
+func TestParkedHTTP10KeepAlive(t *testing.T) {
+	pns, p, base := parkFixture(t, 10*time.Minute)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := "GET /v1/node/node-1/client-allocs?index=3 HTTP/1.0\r\nConnection: keep-alive\r\n" + structs.HeaderNodeSecret + ": s3cret\r\n\r\n"
+	if _, err := conn.Write([]byte(req)); err != nil {
+		t.Fatal(err)
+	}
+	waittest.Until(t, 20*time.Second, "the query parked", func() bool { return p.parkedCount() == 1 })
+	close(pns.wake)
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	br := bufio.NewReader(conn)
+	for i := 0; i < 2; i++ {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || !strings.EqualFold(resp.Header.Get("Connection"), "keep-alive") {
+			t.Fatalf("answer %d: status %d, Connection %q", i, resp.StatusCode, resp.Header.Get("Connection"))
+		}
+		if i == 0 {
+			if _, err := conn.Write([]byte(strings.Replace(req, "?index=3", "", 1))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
