@@ -288,3 +288,64 @@ func TestParkedHTTP10KeepAlive(t *testing.T) {
 		}
 	}
 }
+
+// TestParkRefusesHostileRequests: requests that must not park (a body,
+// chunked or smuggled; Connection: close; HTTP/1.0 without keep-alive)
+// and requests that must not reach a wait at all (a bad index or wait,
+// another node's ID, no secret) are answered on their own connection
+// with nothing parked, whatever the Parker.
+func TestParkRefusesHostileRequests(t *testing.T) {
+	pns, p, base := parkFixture(t, 10*time.Minute)
+	pns.mu.Lock()
+	pns.nodes["node-2"] = &structs.Node{ID: "node-2", SecretID: "other"}
+	pns.mu.Unlock()
+	const path = "/v1/node/node-1/client-allocs?index=3"
+	secret := structs.HeaderNodeSecret + ": s3cret\r\n"
+	for _, tc := range []struct {
+		name, req string
+		status    int
+		waits     bool
+	}{
+		{"chunked body", "GET " + path + " HTTP/1.1\r\nHost: x\r\n" + secret + "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 200, true},
+		// net/http drops the Content-Length; the chunked body keeps it
+		// from parking.
+		{"length and chunked", "GET " + path + " HTTP/1.1\r\nHost: x\r\n" + secret + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 200, true},
+		{"body", "GET " + path + " HTTP/1.1\r\nHost: x\r\n" + secret + "Content-Length: 2\r\n\r\n{}", 200, true},
+		{"connection close", "GET " + path + " HTTP/1.1\r\nHost: x\r\n" + secret + "Connection: close\r\n\r\n", 200, true},
+		{"http/1.0", "GET " + path + " HTTP/1.0\r\n" + secret + "\r\n", 200, true},
+		{"negative index", "GET /v1/node/node-1/client-allocs?index=-1 HTTP/1.1\r\nHost: x\r\n" + secret + "Connection: close\r\n\r\n", 400, false},
+		{"index not a number", "GET /v1/node/node-1/client-allocs?index=3x HTTP/1.1\r\nHost: x\r\n" + secret + "Connection: close\r\n\r\n", 400, false},
+		{"index past uint64", "GET /v1/node/node-1/client-allocs?index=18446744073709551616 HTTP/1.1\r\nHost: x\r\n" + secret + "Connection: close\r\n\r\n", 400, false},
+		{"bad wait", "GET " + path + "&wait=forever HTTP/1.1\r\nHost: x\r\n" + secret + "Connection: close\r\n\r\n", 400, false},
+		{"unknown node", "GET /v1/node/node-3/client-allocs?index=3 HTTP/1.1\r\nHost: x\r\n" + secret + "\r\n", 404, false},
+		{"another node", "GET /v1/node/node-2/client-allocs?index=3 HTTP/1.1\r\nHost: x\r\n" + secret + "\r\n", 403, false},
+		{"no secret", "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n", 403, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := pns.waits.Load()
+			conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := conn.Write([]byte(tc.req)); err != nil {
+				t.Fatal(err)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.status && !(tc.status == 403 && resp.StatusCode == 401) {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if waited := pns.waits.Load() > before; waited != tc.waits {
+				t.Fatalf("asked for a wait: %v, want %v", waited, tc.waits)
+			}
+			if p.parkedCount() != 0 {
+				t.Fatalf("%d parked", p.parkedCount())
+			}
+		})
+	}
+}
