@@ -349,3 +349,28 @@ func TestParkRefusesHostileRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestParkedRecheckedOnResume: a parked query is authorized again when it
+// resumes: a node whose secret changed while it waited (re-registered by
+// its owner, or taken back by an operator) gets no allocations on the old
+// secret.
+func TestParkedRecheckedOnResume(t *testing.T) {
+	pns, p, base := parkFixture(t, 10*time.Minute)
+	conn := dialParked(t, strings.TrimPrefix(base, "http://"))
+	waittest.Until(t, 20*time.Second, "the query parked", func() bool { return p.parkedCount() == 1 })
+	pns.mu.Lock()
+	n := *pns.nodes["node-1"]
+	n.SecretID = "rotated"
+	pns.nodes["node-1"] = &n
+	pns.mu.Unlock()
+	close(pns.wake)
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusForbidden || strings.Contains(string(body), "Allocs") {
+		t.Fatalf("resumed on the old secret: %d %s", resp.StatusCode, body)
+	}
+}
