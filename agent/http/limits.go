@@ -185,3 +185,6 @@ func (c *limitedConn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
+
+// NetConn is the connection c wraps (the Parker looks at its socket).
+func (c *limitedConn) NetConn() net.Conn { return c.Conn }
