@@ -2,14 +2,12 @@ package agent_test
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpulayer/gpulayer/internal/waittest"
 	"github.com/gpulayer/gpulayer/nomadish/api"
-	"github.com/gpulayer/gpulayer/nomadish/jobspec"
 )
 
 // TestClusterClientRestartWithoutServersServesEndpoint (issue 14,
@@ -23,43 +21,8 @@ func TestClusterClientRestartWithoutServersServesEndpoint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real agents")
 	}
-	bin := modelServer(t, taskUserDir(t), "a")
-	c := startCluster(t, 1, 1, 0)
-	epPort := freePort(t)
-	job, err := jobspec.Parse("ep.hcl", []byte(endpointJobHCL(bin, 2, epPort)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, cl := c.servers[0], c.clients[0]
-	if code, body := c.send(srv, http.MethodPut, "/v1/jobs", map[string]interface{}{"Job": job}, nil); code != 200 {
-		t.Fatalf("register: %d %s", code, body)
-	}
-	pids := func() (map[string]int, string) {
-		var eps []*api.ClientEndpoint
-		if err := c.get(cl, "/v1/client/endpoints", &eps); err != nil {
-			return nil, err.Error()
-		}
-		out := map[string]int{}
-		for _, e := range eps {
-			for _, m := range e.Members {
-				if m.Admitted && len(m.Processes) == 1 && m.Processes[0].Alive {
-					out[m.AllocID] = m.Processes[0].PID
-				}
-			}
-		}
-		return out, fmt.Sprint(out)
-	}
-	var before map[string]int
-	waittest.For(t, 90*time.Second, "2 admitted members with live processes", func() (bool, string) {
-		var d string
-		before, d = pids()
-		return len(before) == 2, d
-	})
-	url := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", epPort)
-	hc := &http.Client{Timeout: 5 * time.Second}
-	if _, err := askEndpoint(hc, url, "before"); err != nil {
-		t.Fatal(err)
-	}
+	e := startEndpointCluster(t)
+	c, srv, cl, url, hc, pids, before := e.c, e.srv, e.cl, e.url, e.hc, e.pids, e.before
 
 	srv.kill()
 	cl.kill()
@@ -88,7 +51,7 @@ func TestClusterClientRestartWithoutServersServesEndpoint(t *testing.T) {
 	srv.start()
 	waittest.For(t, 90*time.Second, "the client registered again, the job's 2 allocations running", func() (bool, string) {
 		var allocs []*api.Allocation
-		if err := c.get(srv, "/v1/job/"+job.ID+"/allocations", &allocs); err != nil {
+		if err := c.get(srv, "/v1/job/"+e.jobID+"/allocations", &allocs); err != nil {
 			return false, err.Error()
 		}
 		running := 0

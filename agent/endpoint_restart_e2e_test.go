@@ -22,45 +22,8 @@ func TestClusterEndpointRouterBackAfterClientKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real agents")
 	}
-	bin := modelServer(t, taskUserDir(t), "a")
-	c := startCluster(t, 1, 1, 0)
-	epPort := freePort(t)
-	job, err := jobspec.Parse("ep.hcl", []byte(endpointJobHCL(bin, 2, epPort)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, cl := c.servers[0], c.clients[0]
-	if code, body := c.send(srv, http.MethodPut, "/v1/jobs", map[string]interface{}{"Job": job}, nil); code != 200 {
-		t.Fatalf("register: %d %s", code, body)
-	}
-	// pids reads the member processes from the client's router: alloc
-	// ID -> pid, for admitted members whose process lives.
-	pids := func() (map[string]int, string) {
-		var eps []*api.ClientEndpoint
-		if err := c.get(cl, "/v1/client/endpoints", &eps); err != nil {
-			return nil, err.Error()
-		}
-		out := map[string]int{}
-		for _, e := range eps {
-			for _, m := range e.Members {
-				if m.Admitted && len(m.Processes) == 1 && m.Processes[0].Alive {
-					out[m.AllocID] = m.Processes[0].PID
-				}
-			}
-		}
-		return out, fmt.Sprint(out)
-	}
-	var before map[string]int
-	waittest.For(t, 90*time.Second, "2 admitted members with live processes", func() (bool, string) {
-		var d string
-		before, d = pids()
-		return len(before) == 2, d
-	})
-	url := fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", epPort)
-	hc := &http.Client{Timeout: 5 * time.Second}
-	if _, err := askEndpoint(hc, url, "before"); err != nil {
-		t.Fatal(err)
-	}
+	e := startEndpointCluster(t)
+	cl, epPort, url, hc, pids, before := e.cl, e.epPort, e.url, e.hc, e.pids, e.before
 	cl.kill()
 	// The port went with the process: another listener may bind it.
 	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", epPort))
@@ -87,4 +50,62 @@ func TestClusterEndpointRouterBackAfterClientKill9(t *testing.T) {
 	if strings.Contains(cl.logText(), "panic:") {
 		t.Fatalf("agent panicked:\n%s", cl.logText())
 	}
+}
+
+// endpointCluster is a cluster of one server and one client agent (real
+// processes) running the 2-member endpoint job of the model server, both
+// members admitted and the endpoint answering.
+type endpointCluster struct {
+	c       *testCluster
+	srv, cl *proc
+	epPort  int
+	url     string
+	hc      *http.Client
+	jobID   string
+	// before is alloc ID -> pid of the admitted members once up.
+	before map[string]int
+}
+
+// startEndpointCluster starts an endpointCluster and waits until both
+// members are admitted with live processes and a request is answered.
+func startEndpointCluster(t *testing.T) *endpointCluster {
+	t.Helper()
+	bin := modelServer(t, taskUserDir(t), "a")
+	e := &endpointCluster{c: startCluster(t, 1, 1, 0), epPort: freePort(t), hc: &http.Client{Timeout: 5 * time.Second}}
+	job, err := jobspec.Parse("ep.hcl", []byte(endpointJobHCL(bin, 2, e.epPort)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv, e.cl, e.jobID = e.c.servers[0], e.c.clients[0], job.ID
+	if code, body := e.c.send(e.srv, http.MethodPut, "/v1/jobs", map[string]interface{}{"Job": job}, nil); code != 200 {
+		t.Fatalf("register: %d %s", code, body)
+	}
+	waittest.For(t, 90*time.Second, "2 admitted members with live processes", func() (bool, string) {
+		var d string
+		e.before, d = e.pids()
+		return len(e.before) == 2, d
+	})
+	e.url = fmt.Sprintf("http://127.0.0.1:%d/v1/chat/completions", e.epPort)
+	if _, err := askEndpoint(e.hc, e.url, "before"); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// pids reads the member processes from the client's router: alloc ID ->
+// pid, for admitted members whose process lives.
+func (e *endpointCluster) pids() (map[string]int, string) {
+	var eps []*api.ClientEndpoint
+	if err := e.c.get(e.cl, "/v1/client/endpoints", &eps); err != nil {
+		return nil, err.Error()
+	}
+	out := map[string]int{}
+	for _, ep := range eps {
+		for _, m := range ep.Members {
+			if m.Admitted && len(m.Processes) == 1 && m.Processes[0].Alive {
+				out[m.AllocID] = m.Processes[0].PID
+			}
+		}
+	}
+	return out, fmt.Sprint(out)
 }

@@ -2,12 +2,9 @@ package http
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"testing"
 	"time"
-
-	"github.com/gpulayer/gpulayer/structs"
 )
 
 // TestParkerResumedConnDoesNotHoldShutdown: a connection handed back to
@@ -18,24 +15,9 @@ import (
 // to its deadline ("shutdown acl-srv: http: context deadline exceeded" in
 // a loaded make test). Shutdown closes such connections.
 func TestParkerResumedConnDoesNotHoldShutdown(t *testing.T) {
-	fs, _, _ := fixture(t)
-	pns := &parkingNodeServer{fakeNodeServer: &fakeNodeServer{fakeServer: fs}, wake: make(chan struct{}), wait: 100 * time.Millisecond}
-	fs.meta = structs.QueryMeta{Index: 9}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := NewParker(ln, nil)
-	h, err := New(Config{Server: pns, MaxBodyBytes: 4096, Parker: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnState: p.ConnState}
-	p.SetHandler(srv.Handler)
-	go func() { _ = srv.Serve(p) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	pns, _, base, srv := parkServer(t, 100*time.Millisecond)
 	c := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}, Timeout: 30 * time.Second}
-	resp, body, _ := getReused(t, c, "http://"+ln.Addr().String()+"/v1/node/node-1/client-allocs?index=3&wait=1s")
+	resp, body, _ := getReused(t, c, base+"/v1/node/node-1/client-allocs?index=3&wait=1s")
 	if resp.StatusCode != 200 || pns.waits.Load() != 1 {
 		t.Fatalf("parked query: %d %s, waits %d", resp.StatusCode, body, pns.waits.Load())
 	}

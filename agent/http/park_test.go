@@ -53,6 +53,14 @@ func (p *parkingNodeServer) NodeClientAllocs(ctx context.Context, nodeID string,
 // parkFixture serves the node routes on a Parker, as the agent does.
 func parkFixture(t *testing.T, wait time.Duration) (*parkingNodeServer, *Parker, string) {
 	t.Helper()
+	pns, p, base, _ := parkServer(t, wait)
+	return pns, p, base
+}
+
+// parkServer is parkFixture that also returns the http.Server, whose
+// ConnState hook is the Parker's, as the agent sets it.
+func parkServer(t *testing.T, wait time.Duration) (*parkingNodeServer, *Parker, string, *http.Server) {
+	t.Helper()
 	fs, _, _ := fixture(t)
 	pns := &parkingNodeServer{fakeNodeServer: &fakeNodeServer{fakeServer: fs}, wake: make(chan struct{}), wait: wait}
 	fs.meta = structs.QueryMeta{Index: 9}
@@ -65,11 +73,11 @@ func parkFixture(t *testing.T, wait time.Duration) (*parkingNodeServer, *Parker,
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ConnState: p.ConnState}
 	p.SetHandler(srv.Handler)
 	go func() { _ = srv.Serve(p) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return pns, p, "http://" + ln.Addr().String()
+	return pns, p, "http://" + ln.Addr().String(), srv
 }
 
 func (p *Parker) parkedCount() int {
