@@ -18,16 +18,6 @@ import (
 // any stop (kill signal, then kill after kill_timeout) and ends it dead
 // and failed, never restarted in place.
 
-// takeAllocStart returns and forgets the start an earlier life of this
-// client recorded for the allocation (Unix nanoseconds), if any.
-func (c *Client) takeAllocStart(allocID string) (int64, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ns, ok := c.starts[allocID]
-	delete(c.starts, allocID)
-	return ns, ok
-}
-
 // pruneAllocStarts forgets the recorded starts no runner took: of
 // allocations that finished, were stopped before they ran again, or are
 // no longer on this node. Call after applyAllocs created the runners.

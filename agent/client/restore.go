@@ -27,15 +27,8 @@ func (c *Client) restoreAllocs(defs []*structs.Allocation) int {
 			// Told to stop and nothing of it runs: nothing to restore.
 			continue
 		}
-		ar := newAllocRunner(c, a)
-		ar.recovered = c.recovered[a.ID]
-		delete(c.recovered, a.ID)
-		if st, ok := c.starts[a.ID]; ok {
-			ar.priorStart = st
-			delete(c.starts, a.ID)
-		}
-		ar.stopRequested, ar.stopRecorded = stop, stop
-		c.runners[a.ID] = ar
+		ar := c.adoptRunnerLocked(a, stop)
+		ar.stopRecorded = stop
 		start = append(start, ar)
 	}
 	c.mu.Unlock()

@@ -166,12 +166,8 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 		case a.DesiredStatus != structs.AllocDesiredStatusRun && c.hasRecovered(a.ID):
 			// Told to stop while this client was down, its tasks still
 			// running: reattach to them only to stop them.
-			ar := newAllocRunner(c, a.Copy())
-			ar.recovered = c.takeRecovered(a.ID)
-			ar.priorStart, _ = c.takeAllocStart(a.ID)
-			ar.stopRequested = true
 			c.mu.Lock()
-			c.runners[a.ID] = ar
+			ar := c.adoptRunnerLocked(a.Copy(), true)
 			c.mu.Unlock()
 			start = append(start, ar)
 		case a.DesiredStatus != structs.AllocDesiredStatusRun:
@@ -179,15 +175,12 @@ func (c *Client) applyAllocs(allocs []*structs.Allocation) {
 			// until reported finished, so report it complete.
 			c.sync.enqueue(&structs.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: structs.AllocClientStatusComplete, ClientDescription: "stopped before it started on this client", TaskStates: a.TaskStates})
 		default:
-			ar := newAllocRunner(c, a.Copy())
-			ar.recovered = c.takeRecovered(a.ID)
-			ar.priorStart, _ = c.takeAllocStart(a.ID)
 			c.mu.Lock()
 			if c.ctx.Err() != nil {
 				c.mu.Unlock()
 				return
 			}
-			c.runners[a.ID] = ar
+			ar := c.adoptRunnerLocked(a.Copy(), false)
 			c.mu.Unlock()
 			start = append(start, ar)
 		}
@@ -282,6 +275,23 @@ func (c *Client) hasRecovered(allocID string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.recovered[allocID]) > 0
+}
+
+// adoptRunnerLocked makes and registers the runner of a, handing it the
+// task handles and start time an earlier life of this client recorded for
+// it (then forgotten here); stop marks a stop the servers already asked
+// for. Call with c.mu held.
+func (c *Client) adoptRunnerLocked(a *structs.Allocation, stop bool) *allocRunner {
+	ar := newAllocRunner(c, a)
+	ar.recovered = c.recovered[a.ID]
+	delete(c.recovered, a.ID)
+	if st, ok := c.starts[a.ID]; ok {
+		ar.priorStart = st
+		delete(c.starts, a.ID)
+	}
+	ar.stopRequested = stop
+	c.runners[a.ID] = ar
+	return ar
 }
 
 // takeRecovered returns and forgets the recorded task handles of an
