@@ -121,7 +121,9 @@ func newPolicyTestDriver(t *testing.T, p UserPolicy, cc ...cgroups.Config) *Driv
 		c = cc[0]
 	}
 	d := NewWithConfig(Config{Cgroups: c, Users: p})
+	liveDrivers.Store(d, struct{}{})
 	t.Cleanup(func() {
+		liveDrivers.Delete(d)
 		_ = d.Close() // its idle shim
 		d.mu.Lock()
 		var ids []string
@@ -141,6 +143,31 @@ func newPolicyTestDriver(t *testing.T, p UserPolicy, cc ...cgroups.Config) *Driv
 		}
 	})
 	return d
+}
+
+// liveDrivers holds the drivers newPolicyTestDriver made whose test has
+// not ended, for endTask. No test in this package runs in parallel.
+var liveDrivers sync.Map // *Driver -> struct{}
+
+// endTask stops and destroys the task id in every live driver that holds
+// it. DestroyTask waits for the task's shim to exit: a shim writes the
+// exit file in the task's log directory after it reports the exit, so a
+// test whose directory is removed first (t.TempDir's cleanup runs before
+// the driver's, which was made earlier) fails on "directory not empty".
+func endTask(t *testing.T, id string) {
+	liveDrivers.Range(func(k, _ any) bool {
+		d := k.(*Driver)
+		if _, err := d.lookup(id); err != nil {
+			return true
+		}
+		if err := d.StopTask(id, time.Second, "SIGKILL"); err != nil && !errors.Is(err, driver.ErrTaskNotFound) {
+			t.Errorf("cleanup: stop %s: %v", id, err)
+		}
+		if err := d.DestroyTask(id); err != nil && !errors.Is(err, driver.ErrTaskNotFound) {
+			t.Errorf("cleanup: destroy %s: %v", id, err)
+		}
+		return true
+	})
 }
 
 func TestMain(m *testing.M) {

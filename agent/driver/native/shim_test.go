@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/gpulayer/gpulayer/internal/waittest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +12,14 @@ import (
 	"time"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/internal/waittest"
 )
 
 func shimTask(t *testing.T, id, script string) *driver.TaskConfig {
 	t.Helper()
 	dir := t.TempDir()
+	// Registered after TempDir's removal, so it runs before it.
+	t.Cleanup(func() { endTask(t, id) })
 	logDir := filepath.Join(dir, "logs")
 	if err := os.MkdirAll(logDir, 0o700); err != nil {
 		t.Fatal(err)
