@@ -1,7 +1,9 @@
 package client
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -138,7 +140,7 @@ func (ar *allocRunner) run() {
 		ar.mu.Lock()
 		ar.clientStatus, ar.clientDesc = structs.AllocClientStatusFailed, err.Error()
 		ar.mu.Unlock()
-		ar.finish()
+		ar.finish(true)
 		return
 	}
 	start := ar.allocStart(tg)
@@ -178,6 +180,7 @@ func (ar *allocRunner) run() {
 		tr := ar.tasks[t.Name]
 		if tr.drv == nil {
 			tr.dead(tr.event(structs.TaskEventDriverFailure, fmt.Sprintf("driver %q is not available on this node", t.Driver), nil), true)
+			close(tr.ended)
 			close(tr.done)
 			continue
 		}
@@ -195,6 +198,25 @@ func (ar *allocRunner) run() {
 	svc := ar.services
 	ar.mu.Unlock()
 	for _, tr := range ar.tasks {
+		<-tr.ended
+	}
+	// With nothing to collect (no endpoint whose processes must be proven
+	// gone, no outputs written) the allocation is finished now: it is
+	// reported so while the drivers destroy what the runs left (the
+	// native shim's fsync of its exit file, a container's removal), which
+	// only the local record and the directory's removal wait for.
+	early := tg.Endpoint == nil && ar.outputsEmpty(tg.Tasks)
+	if early {
+		ar.stopServices(svc)
+		svc = nil
+		ar.mu.Lock()
+		ar.collected = true
+		ar.recompute()
+		ar.mu.Unlock()
+	}
+	// The tasks' final events (updateTask held them back).
+	ar.changed()
+	for _, tr := range ar.tasks {
 		<-tr.done
 	}
 	if tg.Endpoint != nil {
@@ -202,17 +224,15 @@ func (ar *allocRunner) run() {
 		// of it is proven gone.
 		ar.proveTasksGone(memberGoneTimeout)
 	}
-	if svc != nil {
-		ar.mu.Lock()
-		quiet := ar.quiet
-		ar.mu.Unlock()
-		svc.stop(quiet)
-	}
+	ar.stopServices(svc)
 	ar.mu.Lock()
 	quiet := ar.quiet
 	ar.mu.Unlock()
 	var outputs []*structs.ArtifactRef
 	if !quiet {
+		// Also after an early report: a process the task left behind
+		// may have written outputs until its destroy; they are reported
+		// in an update of their own.
 		outputs = ar.collectOutputs(tg.Tasks)
 	}
 	// The log archive is uploaded after the final status is reported (it
@@ -225,7 +245,7 @@ func (ar *allocRunner) run() {
 	ar.outputs, ar.collected, ar.logsPending = outputs, true, logsPending
 	ar.recompute()
 	ar.mu.Unlock()
-	ar.finish()
+	ar.finish(!early || len(outputs) > 0)
 	if logsPending {
 		names := make([]string, 0, len(tg.Tasks))
 		for _, t := range tg.Tasks {
@@ -288,8 +308,55 @@ func (ar *allocRunner) prepare() (*structs.TaskGroup, error) {
 	return tg, nil
 }
 
-// finish records the final status locally and reports it.
-func (ar *allocRunner) finish() {
+// stopServices stops the group's checks and registrations (svc may be nil).
+func (ar *allocRunner) stopServices(svc *serviceRunner) {
+	if svc == nil {
+		return
+	}
+	ar.mu.Lock()
+	quiet := ar.quiet
+	ar.mu.Unlock()
+	svc.stop(quiet)
+}
+
+// outputsEmpty reports whether no task of tasks has written anything in
+// its outputs directory (or has none). A directory that cannot be read is
+// not empty: collectOutputs reports why.
+func (ar *allocRunner) outputsEmpty(tasks []*structs.Task) bool {
+	for _, t := range tasks {
+		root, err := allocdir.OpenRoot(ar.allocDir, t.Name+"/outputs")
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		names, err := readDirNames(root, 1)
+		root.Close()
+		if err != nil || len(names) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// readDirNames returns up to n names in root's directory.
+func readDirNames(root *os.Root, n int) ([]string, error) {
+	f, err := root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(n)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return names, err
+}
+
+// finish records the final status locally and, when report is set,
+// reports it (an early report at the tasks' end already did otherwise).
+func (ar *allocRunner) finish(report bool) {
 	ar.mu.Lock()
 	quiet := ar.quiet
 	rec := &allocRecord{ClientStatus: ar.clientStatus, ClientDescription: ar.clientDesc, TaskStates: copyTaskStates(ar.taskStates)}
@@ -306,7 +373,9 @@ func (ar *allocRunner) finish() {
 		}
 	}
 	ar.logger.Info("allocation finished", "client_status", rec.ClientStatus)
-	ar.changed()
+	if report {
+		ar.changed()
+	}
 }
 
 // updateTask appends an event to a task's state, applies mod, recomputes
@@ -329,6 +398,11 @@ func (ar *allocRunner) updateTask(name string, e *structs.TaskEvent, mod func(ts
 	}
 	failed := ts.State == structs.TaskStateDead && ts.Failed
 	ar.recompute()
+	// Every task dead and the outputs not yet collected: run reports
+	// once every task has ended, finished or still collecting, so the
+	// last task's exit is not a report of its own that the final one
+	// would queue behind.
+	hold := !ar.collected && ar.allTasksDead()
 	var siblings []*taskRunner
 	if failed {
 		for n, tr := range ar.tasks {
@@ -349,7 +423,9 @@ func (ar *allocRunner) updateTask(name string, e *structs.TaskEvent, mod func(ts
 	for _, tr := range siblings {
 		tr.kill()
 	}
-	ar.changed()
+	if !hold {
+		ar.changed()
+	}
 	// After the report is queued, so its fsync does not hold the
 	// "running" update back; before updateTask returns, so it is on disk
 	// before the task's exit can be handled (finishAlloc removes the
@@ -359,6 +435,16 @@ func (ar *allocRunner) updateTask(name string, e *structs.TaskEvent, mod func(ts
 			ar.logger.Warn("record allocation for restore", "error", err)
 		}
 	}
+}
+
+// allTasksDead reports whether every task is dead. Call with ar.mu held.
+func (ar *allocRunner) allTasksDead() bool {
+	for _, ts := range ar.taskStates {
+		if ts.State != structs.TaskStateDead {
+			return false
+		}
+	}
+	return len(ar.taskStates) > 0
 }
 
 // maxTaskEvents bounds the events kept per task, as Nomad does (10).

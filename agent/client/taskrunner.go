@@ -95,7 +95,17 @@ type taskRunner struct {
 
 	killOnce sync.Once
 	killCh   chan struct{}
-	done     chan struct{}
+	// ended closes once the task is dead and its final event recorded,
+	// before its driver task is destroyed (for the native driver, until
+	// the shim has written its exit file and exited; for docker, until
+	// the container is removed); done closes after that. The alloc runner
+	// may report a finished allocation at ended, and removes nothing
+	// before done.
+	ended chan struct{}
+	done  chan struct{}
+	// toDestroy is the driver task ID of the latest run, still to be
+	// destroyed (destroyRun); only run's goroutine uses it.
+	toDestroy string
 	// restartCh asks the running task to be stopped and started again
 	// (alloc restart), outside the restart policy; restarting is set while
 	// that happens.
@@ -131,6 +141,7 @@ func newTaskRunner(cfg taskRunnerConfig) *taskRunner {
 		logger:    logger.With("task", cfg.Task.Name),
 		restart:   newRestartTracker(cfg.Restart, jobType),
 		killCh:    make(chan struct{}),
+		ended:     make(chan struct{}),
 		done:      make(chan struct{}),
 		restartCh: make(chan struct{}, 1),
 
@@ -176,7 +187,11 @@ func (tr *taskRunner) dead(e *structs.TaskEvent, failed bool) {
 
 // run is the task's life. It returns once the task is dead.
 func (tr *taskRunner) run() {
+	// Last in, first out: ended closes, then the latest run is destroyed,
+	// then done closes.
 	defer close(tr.done)
+	defer tr.destroyRun()
+	defer close(tr.ended)
 	stdout, stderr, err := tr.setup()
 	if err != nil {
 		tr.logger.Error("task setup failed", "error", err)
@@ -195,6 +210,7 @@ func (tr *taskRunner) run() {
 	}
 
 	for {
+		tr.destroyRun()
 		// A recovered task runs already: reattach, then stop it if asked.
 		if tr.killed() && tr.recovered == nil {
 			tr.dead(tr.event(structs.TaskEventKilled, "Task killed before it started", nil), false)
@@ -264,6 +280,9 @@ func (tr *taskRunner) run() {
 			ts.State = structs.TaskStatePending
 			ts.Restarts++
 		})
+		// What the last run left (for the native driver its cgroup and any
+		// process still in it) goes before the restart delay, not after.
+		tr.destroyRun()
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
@@ -375,11 +394,9 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 		}()
 	}
 	tr.lastHandle.Store(h)
-	defer func() {
-		if err := tr.drv.DestroyTask(cfg.ID); err != nil {
-			tr.logger.Debug("destroy task", "error", err)
-		}
-	}()
+	// Destroyed by run once the run's outcome is recorded (destroyRun):
+	// the exit is reported without waiting for it.
+	tr.toDestroy = cfg.ID
 	evType, msg := structs.TaskEventStarted, "Task started by client"
 	if recovered != nil {
 		evType, msg = TaskEventReattached, "Task reattached by restarted client"
@@ -438,6 +455,20 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 		res = &driver.ExitResult{ExitCode: -1}
 	}
 	return res, !tr.restarting.Load() || tr.killed(), nil
+}
+
+// destroyRun destroys the driver task of the latest run, if not yet done.
+// The driver refuses (ErrTaskRunning) only a task still running, which
+// the run loop never leaves behind: each run ends with the task's exit.
+func (tr *taskRunner) destroyRun() {
+	if tr.toDestroy == "" {
+		return
+	}
+	id := tr.toDestroy
+	tr.toDestroy = ""
+	if err := tr.drv.DestroyTask(id); err != nil {
+		tr.logger.Debug("destroy task", "error", err)
+	}
 }
 
 // setup builds the task directory and opens the log writers. It returns

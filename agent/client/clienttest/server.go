@@ -33,6 +33,9 @@ type Server struct {
 	registrations int
 	heartbeats    int
 	updates       int
+	// history holds, per allocation, "status: description" of each
+	// update taken, oldest first (UpdateHistory).
+	history map[string][]string
 	// gpus holds each node's GPU samples from its last heartbeat.
 	gpus map[string][]*structs.GPUUsage
 	// failRegister makes the next n NodeRegister calls fail.
@@ -222,6 +225,10 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		n.ModifyIndex = s.bump()
 		s.allocs[u.ID] = n
 		s.updates++
+		if s.history == nil {
+			s.history = map[string][]string{}
+		}
+		s.history[u.ID] = append(s.history[u.ID], u.ClientStatus+": "+u.ClientDescription)
 	}
 	return missing
 }
@@ -292,6 +299,14 @@ func (s *Server) Counts() (registrations, heartbeats, updates int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.registrations, s.heartbeats, s.updates
+}
+
+// UpdateHistory returns "status: description" of each client update the
+// server took for the allocation, oldest first.
+func (s *Server) UpdateHistory(id string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.history[id]...)
 }
 
 // WaitForAlloc polls until ok(alloc) holds for the stored allocation or
