@@ -171,7 +171,10 @@ func (ar *allocRunner) run() {
 	}
 	stop := ar.stopRequested
 	ar.mu.Unlock()
-	ar.changed()
+	// Not reported by itself: each task's next event (its directory
+	// built, its reattach, or its end) follows within moments and carries
+	// the Received event with it, one update and Raft write fewer, and
+	// the status stays pending until then either way.
 	ar.trackDeploymentHealth(ar.alloc)
 	stopTimers := ar.armDeadlines()
 	defer stopTimers()

@@ -88,3 +88,27 @@ func TestExitReportedBeforeDriverDestroy(t *testing.T) {
 		t.Fatalf("updates after the destroy: %q, want one more than %q (the log archive's)", after, hist)
 	}
 }
+
+// TestFirstUpdateCarriesReceivedAndSetup: the client's first update of a
+// new allocation is sent once the task's directory is built, with both the
+// Received and the Task Setup events, not one update for each.
+func TestFirstUpdateCarriesReceivedAndSetup(t *testing.T) {
+	srv := clienttest.NewServer()
+	c := newTestClient(t, srv, "", nil)
+	a := clienttest.NativeAlloc(c.Node().ID, structs.JobTypeBatch, "/bin/true", nil, nil)
+	srv.UpsertAlloc(a)
+	srv.WaitForAlloc(t, a.ID, 30*time.Second, func(al *structs.Allocation) bool {
+		return al.ClientStatus == structs.AllocClientStatusComplete
+	})
+	ups := srv.Updates(a.ID)
+	if len(ups) == 0 || ups[0].TaskStates["main"] == nil {
+		t.Fatalf("no first update with the task's state: %+v", ups)
+	}
+	var types []string
+	for _, e := range ups[0].TaskStates["main"].Events {
+		types = append(types, e.Type)
+	}
+	if !slices.Contains(types, structs.TaskEventReceived) || !slices.Contains(types, structs.TaskEventSetup) {
+		t.Fatalf("first update's events %q, want %q and %q", types, structs.TaskEventReceived, structs.TaskEventSetup)
+	}
+}

@@ -33,9 +33,9 @@ type Server struct {
 	registrations int
 	heartbeats    int
 	updates       int
-	// history holds, per allocation, "status: description" of each
-	// update taken, oldest first (UpdateHistory).
-	history map[string][]string
+	// history holds, per allocation, a copy of each update taken, oldest
+	// first (Updates).
+	history map[string][]*structs.Allocation
 	// gpus holds each node's GPU samples from its last heartbeat.
 	gpus map[string][]*structs.GPUUsage
 	// failRegister makes the next n NodeRegister calls fail.
@@ -226,9 +226,9 @@ func (s *Server) UpdateAllocs(ctx context.Context, allocs []*structs.Allocation)
 		s.allocs[u.ID] = n
 		s.updates++
 		if s.history == nil {
-			s.history = map[string][]string{}
+			s.history = map[string][]*structs.Allocation{}
 		}
-		s.history[u.ID] = append(s.history[u.ID], u.ClientStatus+": "+u.ClientDescription)
+		s.history[u.ID] = append(s.history[u.ID], u.Copy())
 	}
 	return missing
 }
@@ -301,12 +301,26 @@ func (s *Server) Counts() (registrations, heartbeats, updates int) {
 	return s.registrations, s.heartbeats, s.updates
 }
 
+// Updates returns a copy of each client update the server took for the
+// allocation, oldest first.
+func (s *Server) Updates(id string) []*structs.Allocation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*structs.Allocation, len(s.history[id]))
+	for i, u := range s.history[id] {
+		out[i] = u.Copy()
+	}
+	return out
+}
+
 // UpdateHistory returns "status: description" of each client update the
 // server took for the allocation, oldest first.
 func (s *Server) UpdateHistory(id string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.history[id]...)
+	var out []string
+	for _, u := range s.Updates(id) {
+		out = append(out, u.ClientStatus+": "+u.ClientDescription)
+	}
+	return out
 }
 
 // WaitForAlloc polls until ok(alloc) holds for the stored allocation or
