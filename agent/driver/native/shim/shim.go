@@ -28,6 +28,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -131,6 +132,7 @@ func run() int {
 	// on it first would have the driver kill -1 on stop) nor any the
 	// agent was started with.
 	closeOnExecFrom(3)
+	unignoreSignals()
 	status := os.NewFile(StatusFD, "status")
 	// say writes a status line; the driver may be gone (the write then
 	// fails with EPIPE), which changes nothing.
@@ -247,6 +249,34 @@ func ParseExited(line string) (ex Exit, ok bool) {
 		return Exit{}, false
 	}
 	return ex, true
+}
+
+// unignoreSignals gives the task the default action of SIGHUP and SIGINT
+// when the agent, and so this shim, was started with them ignored (nohup
+// ignores SIGHUP; a non-interactive shell's `gpulayer agent &` ignores
+// SIGINT): an ignored signal stays ignored across exec, so a task would
+// never see a stop signal (kill_signal = "SIGINT") or a reload (SIGHUP)
+// and would be killed at its kill_timeout instead. The Go runtime keeps
+// only these two ignored when it starts (it installs its own handler for
+// every other); a signal with a handler gets its default action at exec,
+// so the shim takes them with os/signal, and drops what it receives (in a
+// session of its own, it is sent neither).
+func unignoreSignals() {
+	var sigs []os.Signal
+	for _, s := range []os.Signal{syscall.SIGHUP, syscall.SIGINT} {
+		if signal.Ignored(s) {
+			sigs = append(sigs, s)
+		}
+	}
+	if len(sigs) == 0 {
+		return
+	}
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, sigs...)
+	go func() {
+		for range ch {
+		}
+	}()
 }
 
 // closeOnExecFrom marks every open file descriptor from min on
