@@ -57,6 +57,10 @@ type allocRunner struct {
 	// services runs the checks and registrations of the group's services
 	// (services.go); nil until the tasks start, or without services.
 	services *serviceRunner
+	// startDefs holds, by task, the allocation's restore record as of the
+	// task's latest Started event, until putHandle writes it with the
+	// task's handle.
+	startDefs map[string]*structs.Allocation
 	// recovered holds, by task name, the handles of tasks started by an
 	// earlier life of this client, to reattach to.
 	recovered map[string]*driver.TaskHandle
@@ -125,7 +129,7 @@ func (ar *allocRunner) taskRunnerConfig(t *structs.Task, rp *structs.RestartPoli
 		LogMaxFiles:    c.cfg.LogMaxFiles,
 		LogMaxFileSize: c.cfg.logMaxFileSizeBytes,
 		CPUMHzPerCore:  c.cpuMHzPerCore,
-		Handles:        c.state,
+		Handles:        ar,
 		UpdateState:    ar.updateTask,
 		Prestart:       []taskPrestartHook{artifactsHook{cache: c.artifactCache}, dispatchPayloadHook{}},
 	}
@@ -414,13 +418,18 @@ func (ar *allocRunner) updateTask(name string, e *structs.TaskEvent, mod func(ts
 			}
 		}
 	}
-	var def *structs.Allocation
 	if e != nil && e.Type == structs.TaskEventStarted && !ar.quiet {
 		// The record restoreAllocs rebuilds from keeps the task's
-		// history, so a reattached task's Started event survives.
+		// history, so a reattached task's Started event survives. It is
+		// written with the task's handle (putHandle), which the task
+		// runner waits for before it handles the task's exit (finishAlloc
+		// removes the record, and must come after this write).
 		d := *ar.alloc
 		d.TaskStates = copyTaskStates(ar.taskStates)
-		def = &d
+		if ar.startDefs == nil {
+			ar.startDefs = map[string]*structs.Allocation{}
+		}
+		ar.startDefs[name] = &d
 	}
 	ar.mu.Unlock()
 	for _, tr := range siblings {
@@ -429,15 +438,17 @@ func (ar *allocRunner) updateTask(name string, e *structs.TaskEvent, mod func(ts
 	if !hold {
 		ar.changed()
 	}
-	// After the report is queued, so its fsync does not hold the
-	// "running" update back; before updateTask returns, so it is on disk
-	// before the task's exit can be handled (finishAlloc removes the
-	// record, and must come after this write).
-	if def != nil {
-		if err := ar.c.state.putAllocDefs([]*structs.Allocation{def}); err != nil {
-			ar.logger.Warn("record allocation for restore", "error", err)
-		}
-	}
+}
+
+// putHandle records a started task's handle (the task runner's
+// taskHandleStore) with the allocation's record as of the task's Started
+// event (updateTask), in one transaction.
+func (ar *allocRunner) putHandle(allocID, task string, h *driver.TaskHandle) error {
+	ar.mu.Lock()
+	def := ar.startDefs[task]
+	delete(ar.startDefs, task)
+	ar.mu.Unlock()
+	return ar.c.state.putHandleAndDef(allocID, task, h, def)
 }
 
 // allTasksDead reports whether every task is dead. Call with ar.mu held.

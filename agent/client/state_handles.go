@@ -8,6 +8,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/gpulayer/gpulayer/agent/driver"
+	"github.com/gpulayer/gpulayer/structs"
 )
 
 // handlesBucket holds a driver handle per running task, keyed
@@ -19,16 +20,41 @@ var handlesBucket = []byte("task_handles")
 // putHandle records the handle of a task that just started, replacing the
 // one of an earlier run of the same task.
 func (s *stateDB) putHandle(allocID, task string, h *driver.TaskHandle) error {
+	return s.putHandleAndDef(allocID, task, h, nil)
+}
+
+// putHandleAndDef records a started task's handle and, when def is not
+// nil, the allocation's restore record (state_allocdefs.go) with the
+// task's history, in one transaction: one fsync on the path from a task's
+// start to the handling of its exit instead of two, and a restarted
+// client finds both or neither.
+func (s *stateDB) putHandleAndDef(allocID, task string, h *driver.TaskHandle, def *structs.Allocation) error {
 	b, err := json.Marshal(h)
 	if err != nil {
 		return fmt.Errorf("encode task handle %s/%s: %w", allocID, task, err)
+	}
+	var d []byte
+	if def != nil {
+		if d, err = json.Marshal(def); err != nil {
+			return fmt.Errorf("encode alloc %s: %w", def.ID, err)
+		}
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		bk, err := tx.CreateBucketIfNotExists(handlesBucket)
 		if err != nil {
 			return err
 		}
-		return bk.Put([]byte(allocID+"/"+task), b)
+		if err := bk.Put([]byte(allocID+"/"+task), b); err != nil {
+			return err
+		}
+		if d == nil {
+			return nil
+		}
+		dk, err := tx.CreateBucketIfNotExists(allocDefsBucket)
+		if err != nil {
+			return err
+		}
+		return dk.Put([]byte(def.ID), d)
 	})
 }
 

@@ -50,8 +50,9 @@ type taskRunnerConfig struct {
 	// CPUMHzPerCore returns one core's MHz on this node (0: unknown); it
 	// is read at each start, as the node's fingerprint may change.
 	CPUMHzPerCore func() int64
-	// Handles records each started task's handle, so a restarted client
-	// reattaches to it.
+	// Handles records each started task's handle (the alloc runner's
+	// putHandle writes it with the allocation's restore record as of the
+	// task's Started event), so a restarted client reattaches to it.
 	Handles taskHandleStore
 	// UpdateState records an event and changes the task's state; the
 	// alloc runner reports the change.
@@ -380,18 +381,6 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 		if err != nil {
 			return nil, false, err
 		}
-		// The handle's write (an fsync) overlaps the Started report and
-		// the wait: a short task's exit is not held behind it. It is done
-		// before this run returns, so before the next start's handle and
-		// before the allocation's final record forgets the handles.
-		recorded := make(chan struct{})
-		defer func() { <-recorded }()
-		go func() {
-			defer close(recorded)
-			if err := tr.cfg.Handles.putHandle(tr.alloc.ID, tr.task.Name, h); err != nil {
-				tr.logger.Error("record task handle; a client restart will not find this task", "error", err)
-			}
-		}()
 	}
 	tr.lastHandle.Store(h)
 	// Destroyed by run once the run's outcome is recorded (destroyRun):
@@ -417,6 +406,23 @@ func (tr *taskRunner) runOnce(stdout, stderr io.Writer, recovered *driver.TaskHa
 			ts.StartedAt = h.StartedAt.UnixNano()
 		}
 	})
+	if recovered == nil {
+		// The handle's write (an fsync, with the allocation's record as
+		// of the Started event above) overlaps the Started report and
+		// the wait: a short task's exit is held behind it only until it
+		// is durable. It is done before this run returns, so before the
+		// task's end is handled (a restarted client must not start a
+		// task that already ran), before the next start's handle, and
+		// before the allocation's final record forgets the handles.
+		recorded := make(chan struct{})
+		defer func() { <-recorded }()
+		go func() {
+			defer close(recorded)
+			if err := tr.cfg.Handles.putHandle(tr.alloc.ID, tr.task.Name, h); err != nil {
+				tr.logger.Error("record task handle; a client restart will not find this task", "error", err)
+			}
+		}()
+	}
 	waitCh, err := tr.drv.WaitTask(context.Background(), cfg.ID)
 	if err != nil {
 		return nil, false, fmt.Errorf("wait for task: %w", err)
