@@ -54,6 +54,10 @@ type allocRunner struct {
 	stopRecorded bool
 	// quiet is set when the client shuts down: nothing more is reported.
 	quiet bool
+	// reportedFinal is set when the final status was reported at the
+	// tasks' end, before the client began to shut down (run's early
+	// report): finish then records it locally even if quiet.
+	reportedFinal bool
 	// services runs the checks and registrations of the group's services
 	// (services.go); nil until the tasks start, or without services.
 	services *serviceRunner
@@ -219,6 +223,12 @@ func (ar *allocRunner) run() {
 		ar.mu.Lock()
 		ar.collected = true
 		ar.recompute()
+		// Reported final before the client began to shut down: the
+		// tasks ended by themselves, and the servers take the status
+		// as final, so it is recorded even if the client shuts down
+		// before the destroy returns (finish); a restarted client
+		// must not run the allocation again.
+		ar.reportedFinal = !ar.quiet
 		ar.mu.Unlock()
 	}
 	// The tasks' final events (updateTask held them back).
@@ -247,13 +257,13 @@ func (ar *allocRunner) run() {
 	// "complete"): the state file records it pending first, so a client
 	// killed before the upload makes it when it restarts, and ar.done
 	// closes only after it, so the directory is never collected before.
-	logsPending := !quiet && ar.c.artifactStore() != nil
+	logsPending := ar.c.artifactStore() != nil && (!quiet || ar.reportedFinal)
 	ar.mu.Lock()
 	ar.outputs, ar.collected, ar.logsPending = outputs, true, logsPending
 	ar.recompute()
 	ar.mu.Unlock()
 	ar.finish(!early || len(outputs) > 0)
-	if logsPending {
+	if logsPending && !quiet {
 		names := make([]string, 0, len(tg.Tasks))
 		for _, t := range tg.Tasks {
 			names = append(names, t.Name)
@@ -365,7 +375,10 @@ func readDirNames(root *os.Root, n int) ([]string, error) {
 // reports it (an early report at the tasks' end already did otherwise).
 func (ar *allocRunner) finish(report bool) {
 	ar.mu.Lock()
-	quiet := ar.quiet
+	// A status reported final at the tasks' end is recorded even while
+	// the client shuts down (its log archive then left to the next
+	// life); any other is not, as shutdown killed the tasks.
+	quiet := ar.quiet && !ar.reportedFinal
 	rec := &allocRecord{ClientStatus: ar.clientStatus, ClientDescription: ar.clientDesc, TaskStates: copyTaskStates(ar.taskStates)}
 	if ar.logsPending {
 		rec.JobID, rec.LogsPending = ar.alloc.JobID, true
