@@ -21,6 +21,20 @@ type heldDestroy struct {
 	release    chan struct{}
 }
 
+// newHeldDestroy returns a heldDestroy running tasks as the test's user.
+func newHeldDestroy(t *testing.T) *heldDestroy {
+	t.Helper()
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &heldDestroy{
+		Driver:     native.NewWithConfig(native.Config{Logger: testLogger(t), Users: native.UserPolicy{DefaultUser: me.Username}}),
+		destroying: make(chan string, 1),
+		release:    make(chan struct{}),
+	}
+}
+
 func (d *heldDestroy) DestroyTask(id string) error {
 	d.destroying <- id
 	<-d.release
@@ -34,15 +48,7 @@ func (d *heldDestroy) DestroyTask(id string) error {
 // outputs. The local record of the finished allocation waits for the
 // destroy.
 func TestExitReportedBeforeDriverDestroy(t *testing.T) {
-	me, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	drv := &heldDestroy{
-		Driver:     native.NewWithConfig(native.Config{Logger: testLogger(t), Users: native.UserPolicy{DefaultUser: me.Username}}),
-		destroying: make(chan string, 1),
-		release:    make(chan struct{}),
-	}
+	drv := newHeldDestroy(t)
 	released := false
 	release := func() {
 		if !released {

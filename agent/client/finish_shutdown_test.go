@@ -1,13 +1,11 @@
 package client
 
 import (
-	"os/user"
 	"testing"
 	"time"
 
 	"github.com/gpulayer/gpulayer/agent/client/clienttest"
 	"github.com/gpulayer/gpulayer/agent/driver"
-	"github.com/gpulayer/gpulayer/agent/driver/native"
 	"github.com/gpulayer/gpulayer/structs"
 )
 
@@ -16,15 +14,7 @@ import (
 // record) must not run again when the client shuts down during the destroy
 // and restarts: the servers already took it as complete.
 func TestShutdownAfterEarlyReportNeverReruns(t *testing.T) {
-	me, err := user.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	drv := &heldDestroy{
-		Driver:     native.NewWithConfig(native.Config{Logger: testLogger(t), Users: native.UserPolicy{DefaultUser: me.Username}}),
-		destroying: make(chan string, 1),
-		release:    make(chan struct{}),
-	}
+	drv := newHeldDestroy(t)
 	srv := clienttest.NewServer()
 	dir := t.TempDir()
 	c1 := newTestClient(t, srv, dir, func(cfg *Config) { cfg.Drivers = []driver.Driver{drv} })
