@@ -50,13 +50,9 @@ func TestLogArchiveAfterCompleteReport(t *testing.T) {
 	if got.LogArchive != "" {
 		t.Fatalf("log archive %q recorded while its upload is held", got.LogArchive)
 	}
-	rec, err := c.state.terminal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := rec[a.ID]; r == nil || !r.LogsPending || r.JobID != a.JobID {
-		t.Fatalf("state record while the upload is held: %+v", r)
-	}
+	// The local record follows the complete report (it is written once
+	// the driver task is destroyed): wait for it, the upload still held.
+	waitRecord(t, c, a.ID, func(r *allocRecord) bool { return r != nil && r.LogsPending && r.JobID == a.JobID })
 	close(release)
 	got = srv.WaitForAlloc(t, a.ID, 20*time.Second, func(x *structs.Allocation) bool { return x.LogArchive != "" })
 	if got.ClientStatus != structs.AllocClientStatusComplete {
